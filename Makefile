@@ -1,0 +1,34 @@
+# Quick start: `make demo` (set-up + the whole pipeline on the embedded demo) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORES ?= 2
+SNAKEMAKE := $(BIN)/snakemake --cores $(CORES)
+
+.PHONY: setup demo test lint dry-run-paper clean-demo
+
+# The venv is (re)built when missing or when the dependency files change.  The constraints file
+# keeps the CPU torch of CPU-only machines (see README "Set-up" for GPU machines).
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(SNAKEMAKE) --configfile config/config.yaml
+	$(BIN)/csfbench summary --results results
+
+test: setup
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/snakemake --lint --configfile tests/config/micro.yaml
+
+dry-run-paper: setup
+	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml
+
+clean-demo:
+	rm -rf results/data results/models results/features results/logs results/benchmarks results/pretrained .snakemake

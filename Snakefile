@@ -1,0 +1,25 @@
+# csfbench: confidence-scoring-function benchmark (see README.md and DESIGN in docs/).
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# The embedded demo is the default; a config given with --configfile replaces it wholesale
+# (it is not merged into the demo's keys).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/train.smk"
+include: "rules/features.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        features=all_feature_files(),
+    localrule: True

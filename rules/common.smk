@@ -1,0 +1,74 @@
+# Config validation, the experiment grid and named helpers shared by the rule files.
+import json
+
+from csfbench import config as cfg
+from csfbench.data import demo as demo_data
+from csfbench.ids import MODEL_PATTERN
+
+cfg.validate_config(config, source="snakemake config")
+
+SOURCES = list(config["sources"])
+DATASET_NAMES = sorted(set(config["datasets"]) | {"train", "val", "test"})
+
+
+wildcard_constraints:
+    source="|".join(SOURCES),
+    model=MODEL_PATTERN,
+    dataset="|".join(DATASET_NAMES),
+    name="|".join(config["datasets"]),
+
+
+def res(rule_name, key, default=None):
+    """Resource setting of a rule from the config's `resources` section."""
+    return config["resources"].get(rule_name, {}).get(key, default)
+
+
+def model_spec_json(wildcards):
+    return json.dumps(cfg.model_spec(config, wildcards.source, wildcards.model), sort_keys=True)
+
+
+def eval_set_json(wildcards):
+    return json.dumps(cfg.eval_set_spec(config, wildcards.source, wildcards.dataset), sort_keys=True)
+
+
+def demo_files():
+    """The files the demo generator writes (empty when the config has no `demo` section)."""
+    if "demo" not in config:
+        return []
+    return demo_data.output_files(config["data_root"], config["demo"].get("spec", {}))
+
+
+def index_file(name):
+    return f"results/data/index/{name}.json"
+
+
+def dataset_index_inputs(wildcards):
+    """The generated files behind a dataset, when the demo generator produces it."""
+    root = f"{config['data_root']}/{config['datasets'][wildcards.name]['path']}/"
+    return [f for f in demo_files() if f.startswith(root)]
+
+
+def train_inputs(wildcards):
+    spec = cfg.model_spec(config, wildcards.source, wildcards.model)
+    inputs = {"index": index_file(spec["dataset"]["name"])}
+    if spec["backbone"] == "vit" and "pretrain" in config:
+        inputs["pretrained"] = spec["pretrained"]["file"]
+    return inputs
+
+
+def extract_inputs(wildcards):
+    spec = cfg.model_spec(config, wildcards.source, wildcards.model)
+    eval_set = cfg.eval_set_spec(config, wildcards.source, wildcards.dataset)
+    name = eval_set["dataset"]["name"] if "dataset" in eval_set else spec["dataset"]["name"]
+    return {
+        "checkpoint": f"results/models/{wildcards.source}/{wildcards.model}/checkpoint.pt",
+        "index": index_file(name),
+    }
+
+
+def all_feature_files():
+    return [
+        f"results/features/{source}/{model}/{dataset}.h5"
+        for source, model in cfg.iter_models(config)
+        for dataset in cfg.eval_datasets(config, source)
+    ]

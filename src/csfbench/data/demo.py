@@ -1,0 +1,557 @@
+"""Embedded demo datasets, generated from a seed without any download.
+
+Every set is written in the csfbench ``npy`` layout::
+
+    {out_dir}/{dataset}/{split}/images.npy   N×S×S×3 uint8 (0..255, S = spec["image_size"])
+    {out_dir}/{dataset}/{split}/labels.npy   N int64 (-1 = no label of a source)
+
+Datasets (sizes in :data:`DEFAULT_SPEC`):
+
+* ``demo10`` / ``demo40`` (sources, splits ``train`` and ``test``) and ``near`` (held-out classes,
+  labels -1) come from one procedural *shape world*: each class is a prototype (shape, fill pattern,
+  background texture, colours, size, angle, ...) and every image is a randomly varied rendering of
+  it (position, scale, rotation, colour jitter, clutter shapes, occlusion, blur, pixel noise).
+  Prototypes are drawn in pairs, the second a *sibling* of the first that differs in one attribute
+  only, so that every source holds deliberately confusable classes.
+* ``digits`` (mid shift): sklearn's 8×8 digits, smoothly upsampled, randomly coloured and matched to
+  the sources' per-channel mean and std.
+* ``photos`` (far shift): random patches of the photos and textures bundled with scikit-learn and
+  scikit-image.
+* ``noise`` (far shift): uniform, Gaussian and smoothed (blob) noise.
+* ``pretrain`` (split ``train``, labelled): a separate prototype family for pretraining the demo ViT;
+  it shares no (shape, fill, texture) combination with the shape world.
+
+Everything derives from ``seed`` through independent random streams keyed by dataset and split, so
+the same seed and spec give identical bytes and changing one set's size leaves the others alone.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from scipy import ndimage
+
+from csfbench.errors import ConfigError
+
+DEFAULT_SPEC: dict = {
+    # side of every image in pixels (images are image_size × image_size × 3 uint8)
+    "image_size": 32,
+    # sources of the shape world: classes and images per split
+    "demo10": {"n_classes": 10, "n_train": 4000, "n_test": 2000},
+    "demo40": {"n_classes": 40, "n_train": 6000, "n_test": 3000},
+    # held-out shape-world classes (near shift) and the other shifted sets: images in split "test"
+    "near": {"n_classes": 10, "n_ood": 1000},
+    "digits": {"n_ood": 1000},
+    "photos": {"n_ood": 1000},
+    "noise": {"n_ood": 1000},
+    # labelled pretraining set of its own prototype family (split "train")
+    "pretrain": {"n_classes": 20, "n_train": 6000},
+    # intra-class variation of the shape world (lengths in units of half the image side, colours 0..1)
+    "variation": {
+        "scale": [0.7, 1.3],  # range of the factor on the prototype's radius
+        "position": 0.3,  # max offset of the object centre from the image centre
+        "rotation_deg": 30.0,  # std of the rotation around the prototype's angle
+        "colour_jitter": 0.1,  # std of the per-channel noise on object and background colours
+        "brightness": 0.25,  # max relative change of the image gain
+        "distractors": 3,  # max number of clutter shapes
+        "distractor_prob": 0.5,  # chance of each clutter shape
+        "occlusion_prob": 0.3,  # chance of an occluding bar over the object
+        "blur_sigmas_px": [0.0, 0.6, 1.0, 1.4],  # Gaussian blur drawn uniformly from these (pixels)
+        "noise_std": 0.08,  # max std of the additive Gaussian pixel noise
+        "sibling_shift": 0.2,  # colour distance between a prototype and its sibling
+    },
+}
+
+SHAPEWORLD = ("demo10", "demo40", "near")
+DATASETS = ("demo10", "demo40", "near", "digits", "photos", "noise", "pretrain")
+_CHUNK = 1000  # images rendered per vectorised batch (bounds the float32 temporaries)
+
+
+# --------------------------------------------------------------------------------------------------
+# spec and random streams
+
+
+def resolve_spec(spec: dict | None) -> dict:
+    """:data:`DEFAULT_SPEC` deep-merged with ``spec``; unknown keys and bad sizes raise ConfigError."""
+    merged = copy.deepcopy(DEFAULT_SPEC)
+    _merge(merged, spec or {}, "demo.spec")
+    if not (isinstance(merged["image_size"], int) and merged["image_size"] >= 8):
+        raise ConfigError("demo.spec.image_size", "an integer >= 8", merged["image_size"])
+    for name in DATASETS:
+        for key, value in merged[name].items():
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+                raise ConfigError(f"demo.spec.{name}.{key}", "a non-negative integer", value)
+    for name in (*SHAPEWORLD, "pretrain"):
+        if merged[name]["n_classes"] < 1:
+            raise ConfigError(f"demo.spec.{name}.n_classes", "at least 1", merged[name]["n_classes"])
+    return merged
+
+
+def _merge(base: dict, update: dict, path: str) -> None:
+    """Overwrite ``base`` in place with ``update``, recursing into dicts; only known keys."""
+    for key, value in update.items():
+        if key not in base:
+            raise ConfigError(f"{path}.{key}", f"one of {sorted(base)}", key)
+        if isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}.{key}", "a mapping", value)
+            _merge(base[key], value, f"{path}.{key}")
+        else:
+            base[key] = value
+
+
+def _rng(seed: int, *keys: str) -> np.random.Generator:
+    """An independent generator for ``seed`` and the stream named by ``keys`` (e.g. "demo10", "train")."""
+    return np.random.default_rng(
+        np.random.SeedSequence(int(seed), spawn_key=tuple(zlib.crc32(k.encode()) for k in keys))
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# shapes: signed distances in object coordinates (u, v), radius units, negative inside
+
+
+def _sdf_disc(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.hypot(u, v) - 1.0
+
+
+def _sdf_ring(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.abs(np.hypot(u, v) - 0.7) - 0.3
+
+
+def _sdf_square(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.maximum(np.abs(u), np.abs(v)) - 0.8
+
+
+def _sdf_diamond(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return (np.abs(u) + np.abs(v) - 1.0) * np.float32(0.7071)
+
+
+def _sdf_triangle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.maximum(np.abs(u) * np.float32(0.866) + v * 0.5, -v) - 0.5
+
+
+def _sdf_cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    au, av = np.abs(u), np.abs(v)
+    return np.minimum(np.maximum(au - 0.3, av - 0.95), np.maximum(av - 0.3, au - 0.95))
+
+
+def _sdf_star(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.hypot(u, v) - (0.65 + 0.3 * np.cos(5.0 * np.arctan2(v, u)))
+
+
+def _sdf_bar(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.maximum(np.abs(u) - 0.95, np.abs(v) - 0.35)
+
+
+def _sdf_crescent(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.maximum(np.hypot(u, v) - 1.0, 0.85 - np.hypot(u - 0.45, v))
+
+
+SHAPES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "disc": _sdf_disc,
+    "ring": _sdf_ring,
+    "square": _sdf_square,
+    "diamond": _sdf_diamond,
+    "triangle": _sdf_triangle,
+    "cross": _sdf_cross,
+    "star": _sdf_star,
+    "bar": _sdf_bar,
+    "crescent": _sdf_crescent,
+}
+SHAPE_NAMES = tuple(SHAPES)
+# the look-alike a sibling swaps its shape for
+SHAPE_SIBLING = {
+    "disc": "ring", "ring": "crescent", "square": "diamond", "diamond": "triangle", "triangle": "diamond",
+    "cross": "star", "star": "cross", "bar": "square", "crescent": "disc",
+}
+FILLS = ("solid", "stripes", "dots")
+TEXTURES = ("flat", "stripes", "checker", "gradient")
+
+
+# --------------------------------------------------------------------------------------------------
+# prototypes
+
+
+@dataclass(frozen=True)
+class Prototype:
+    """One class of a shape family; colours are RGB in 0..1, lengths in units of half the image side."""
+
+    pid: int  # unique over all families (pretrain ids follow the shape-world ids)
+    family: str  # "shapeworld" or "pretrain"
+    shape: int  # index into SHAPE_NAMES
+    fill: int  # index into FILLS (pattern inside the object)
+    texture: int  # index into TEXTURES (background pattern)
+    fg: tuple[float, float, float]
+    bg: tuple[float, float, float]
+    bg2: tuple[float, float, float]  # second background colour of the texture
+    radius: float
+    angle: float  # radians
+    fill_freq: float  # cycles per radius
+    texture_freq: float  # cycles per half image side
+    texture_angle: float  # radians
+
+    @property
+    def combo(self) -> tuple[int, int, int]:
+        """The discrete (shape, fill, texture) combination; families never share one."""
+        return (self.shape, self.fill, self.texture)
+
+
+def demo_prototypes(seed: int, spec: dict | None = None) -> dict[str, list[Prototype]]:
+    """The prototypes of demo10, demo40, near and pretrain; label k of a set is its k-th prototype."""
+    spec = resolve_spec(spec)
+    counts = [spec[name]["n_classes"] for name in SHAPEWORLD]
+    world = _draw_family(_rng(seed, "prototypes", "shapeworld"), sum(counts), 0, "shapeworld", set(), spec)
+    pretrain = _draw_family(
+        _rng(seed, "prototypes", "pretrain"), spec["pretrain"]["n_classes"], len(world), "pretrain",
+        {p.combo for p in world}, spec,
+    )
+    bounds = np.cumsum([0, *counts])
+    sets = {name: world[bounds[i]:bounds[i + 1]] for i, name in enumerate(SHAPEWORLD)}
+    return {**sets, "pretrain": pretrain}
+
+
+def _draw_family(
+    rng: np.random.Generator, n: int, first_pid: int, family: str, excluded: set, spec: dict
+) -> list[Prototype]:
+    """``n`` prototypes in (base, sibling) pairs; base combos are distinct and none is in ``excluded``."""
+    combos = [
+        (s, f, t) for s in range(len(SHAPES)) for f in range(len(FILLS)) for t in range(len(TEXTURES))
+        if (s, f, t) not in excluded
+    ]
+    n_base = (n + 1) // 2
+    if n_base > len(combos):
+        raise ConfigError(f"demo.spec.{family}.n_classes", f"at most {2 * len(combos)} classes", n)
+    picks = rng.choice(len(combos), size=n_base, replace=False)
+    taken = set(excluded) | {combos[i] for i in picks}
+    protos: list[Prototype] = []
+    for i in picks:
+        base = _random_prototype(rng, first_pid + len(protos), family, combos[i])
+        protos.append(base)
+        if len(protos) < n:
+            protos.append(_sibling(rng, base, first_pid + len(protos), taken, spec["variation"]["sibling_shift"]))
+    return protos
+
+
+def _random_prototype(rng: np.random.Generator, pid: int, family: str, combo: tuple) -> Prototype:
+    """A prototype with the given (shape, fill, texture) and random colours and geometry."""
+    fg, bg = _contrasting_colours(rng)
+    bg2 = np.clip(bg + rng.normal(0.0, 0.25, 3), 0.0, 1.0)
+    return Prototype(
+        pid=pid, family=family, shape=combo[0], fill=combo[1], texture=combo[2],
+        fg=tuple(fg), bg=tuple(bg), bg2=tuple(bg2),
+        radius=float(rng.uniform(0.38, 0.55)), angle=float(rng.uniform(0.0, np.pi)),
+        fill_freq=float(rng.uniform(1.0, 2.0)), texture_freq=float(rng.uniform(1.5, 4.0)),
+        texture_angle=float(rng.uniform(0.0, np.pi)),
+    )
+
+
+def _contrasting_colours(rng: np.random.Generator, min_distance: float = 0.45) -> tuple[np.ndarray, np.ndarray]:
+    """An object and a background colour (RGB 0..1) at least ``min_distance`` apart."""
+    while True:
+        fg, bg = rng.uniform(0.05, 0.95, (2, 3))
+        if np.linalg.norm(fg - bg) >= min_distance:
+            return fg, bg
+
+
+def _sibling(rng: np.random.Generator, base: Prototype, pid: int, taken: set, shift: float) -> Prototype:
+    """A confusable copy of ``base`` that differs in one attribute: shape, a colour, or the texture."""
+    kind = rng.choice(["shape", "fg", "bg", "texture"])
+    changes: dict = {}
+    shape = SHAPE_NAMES.index(SHAPE_SIBLING[SHAPE_NAMES[base.shape]])
+    if kind == "shape" and (shape, base.fill, base.texture) not in taken:
+        changes["shape"] = shape
+        taken.add((shape, base.fill, base.texture))
+    elif kind == "texture":
+        changes["texture_freq"] = base.texture_freq * 1.6
+        changes["texture_angle"] = base.texture_angle + np.pi / 4
+    else:
+        colour = "bg" if kind == "bg" else "fg"
+        direction = rng.normal(0.0, 1.0, 3)
+        moved = np.asarray(getattr(base, colour)) + shift * direction / np.linalg.norm(direction)
+        changes[colour] = tuple(np.clip(moved, 0.0, 1.0))
+    return _replace(base, pid=pid, **changes)
+
+
+def _replace(proto: Prototype, **changes) -> Prototype:
+    """``proto`` with some fields changed."""
+    return Prototype(**{**proto.__dict__, **changes})
+
+
+def _prototype_table(protos: list[Prototype]) -> dict[str, np.ndarray]:
+    """The prototypes' fields as float32/int arrays indexed by label (for vectorised rendering)."""
+    fields = [f for f in Prototype.__dataclass_fields__ if f not in ("pid", "family")]
+    table = {f: np.asarray([getattr(p, f) for p in protos]) for f in fields}
+    return {f: v.astype(np.float32) if v.dtype.kind == "f" else v for f, v in table.items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# rendering of the shape world
+
+
+def render(protos: list[Prototype], labels: np.ndarray, rng: np.random.Generator, size: int, variation: dict) -> np.ndarray:
+    """Random renderings of ``protos[labels[i]]``: N×size×size×3 uint8, in chunks of :data:`_CHUNK`."""
+    table = _prototype_table(protos)
+    out = np.empty((len(labels), size, size, 3), dtype=np.uint8)
+    for start in range(0, len(labels), _CHUNK):
+        chunk = labels[start:start + _CHUNK]
+        rows = {k: v[chunk] for k, v in table.items()}
+        out[start:start + _CHUNK] = _render_chunk(rows, table["fg"], rng, size, variation)
+    return out
+
+
+def _render_chunk(p: dict, palette: np.ndarray, rng: np.random.Generator, size: int, var: dict) -> np.ndarray:
+    """One batch: background, clutter, the object, an occluder, then gain, blur and noise (uint8 out)."""
+    n = len(p["shape"])
+    grid = _grid(size)
+    jitter = lambda c: np.clip(c + rng.normal(0.0, var["colour_jitter"], c.shape), 0.0, 1.0).astype(np.float32)
+    img = _background(rng, p["texture"], jitter(p["bg"]), jitter(p["bg2"]), p["texture_freq"], p["texture_angle"], grid)
+    for _ in range(var["distractors"]):
+        on = np.flatnonzero(rng.random(n) < var["distractor_prob"])
+        colour = jitter(palette[rng.integers(len(palette), size=len(on))])
+        _paint_shapes(img, on, rng.integers(len(SHAPES), size=len(on)), rng.uniform(-0.85, 0.85, (len(on), 2)),
+                      rng.uniform(0.12, 0.25, len(on)), rng.uniform(0, np.pi, len(on)), colour, grid, size)
+    centre = rng.uniform(-var["position"], var["position"], (n, 2))
+    radius = p["radius"] * rng.uniform(*var["scale"], n)
+    angle = p["angle"] + np.deg2rad(var["rotation_deg"]) * rng.normal(0.0, 1.0, n)
+    fill = (p["fill"], p["fill_freq"] * rng.uniform(0.85, 1.15, n), rng.uniform(0, 2 * np.pi, (n, 2)))
+    _paint_shapes(img, np.arange(n), p["shape"], centre, radius, angle, jitter(p["fg"]), grid, size, fill)
+    on = np.flatnonzero(rng.random(n) < var["occlusion_prob"])
+    offset = radius[on, None] * rng.uniform(0.6, 1.1, (len(on), 1)) * _unit_vectors(rng, len(on))
+    _paint_shapes(img, on, np.full(len(on), SHAPE_NAMES.index("bar")), centre[on] + offset,
+                  radius[on] * rng.uniform(0.6, 0.9, len(on)), rng.uniform(0, np.pi, len(on)),
+                  rng.uniform(0, 1, (len(on), 3)), grid, size)
+    img *= rng.uniform(1 - var["brightness"], 1 + var["brightness"], (n, 1, 1, 1)).astype(np.float32)
+    _blur(img, rng.choice(np.asarray(var["blur_sigmas_px"], dtype=float), n))
+    img += rng.normal(0.0, 1.0, img.shape).astype(np.float32) * rng.uniform(0, var["noise_std"], (n, 1, 1, 1)).astype(np.float32)
+    return _to_uint8(img)
+
+
+def _grid(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel-centre coordinates (x, y), each size×size float32 in (-1, 1), y pointing down."""
+    axis = ((np.arange(size, dtype=np.float32) + 0.5) / size) * 2 - 1
+    y, x = np.meshgrid(axis, axis, indexing="ij")
+    return x, y
+
+
+def _unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` random directions as an n×2 array."""
+    phi = rng.uniform(0, 2 * np.pi, n)
+    return np.stack([np.cos(phi), np.sin(phi)], axis=1)
+
+
+def _background(rng, texture, bg, bg2, freq, angle, grid) -> np.ndarray:
+    """N×S×S×3 float32 background: ``bg`` blended into ``bg2`` by each image's texture pattern."""
+    n = len(texture)
+    x, y = grid
+    a = (angle + rng.normal(0.0, 0.15, n)).astype(np.float32)[:, None, None]
+    f = (np.pi * freq * rng.uniform(0.85, 1.15, n)).astype(np.float32)[:, None, None]
+    phase = rng.uniform(0, 2 * np.pi, (2, n, 1, 1)).astype(np.float32)
+    t = x * np.cos(a) + y * np.sin(a)
+    s = y * np.cos(a) - x * np.sin(a)
+    patterns = {
+        "flat": lambda i: np.zeros_like(t[i]),
+        "stripes": lambda i: np.sin(f[i] * t[i] + phase[0, i]),
+        "checker": lambda i: np.clip(2 * np.sin(f[i] * t[i] + phase[0, i]) * np.sin(f[i] * s[i] + phase[1, i]), -1, 1),
+        "gradient": lambda i: np.clip(t[i], -1, 1),
+    }
+    w = np.empty_like(t)
+    for k, name in enumerate(TEXTURES):
+        idx = np.flatnonzero(texture == k)
+        w[idx] = patterns[name](idx)
+    mix = (0.5 + 0.5 * w)[..., None]
+    return bg[:, None, None, :] + (bg2 - bg)[:, None, None, :] * mix
+
+
+def _paint_shapes(img, idx, shape, centre, radius, angle, colour, grid, size, fill=None) -> None:
+    """Composite one anti-aliased shape onto each image ``img[idx]`` in place.
+
+    ``centre`` (n×2), ``radius`` (n) in units of half the image side, ``angle`` in radians, ``colour``
+    n×3 RGB 0..1; ``fill`` = (fill kind, cycles per radius, n×2 phases) darkens a pattern inside.
+    """
+    if len(idx) == 0:
+        return
+    x, y = grid
+    r = np.asarray(radius, dtype=np.float32)[:, None, None]
+    dx = x - centre[:, 0, None, None].astype(np.float32)
+    dy = y - centre[:, 1, None, None].astype(np.float32)
+    c = np.cos(angle).astype(np.float32)[:, None, None]
+    s = np.sin(angle).astype(np.float32)[:, None, None]
+    u, v = (c * dx + s * dy) / r, (c * dy - s * dx) / r
+    dist = np.empty_like(u)
+    for k, sdf in enumerate(SHAPES.values()):
+        sel = np.flatnonzero(shape == k)
+        dist[sel] = sdf(u[sel], v[sel])
+    alpha = np.clip(0.5 - dist * r * (size / 2), 0.0, 1.0)[..., None]
+    paint = colour[:, None, None, :].astype(np.float32)
+    if fill is not None:
+        paint = paint * (1 - 0.6 * _fill_pattern(*fill, u, v)[..., None])
+    img[idx] += alpha * (paint - img[idx])
+
+
+def _fill_pattern(kind: np.ndarray, freq: np.ndarray, phase: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Pattern strength 0..1 inside objects: 0 for solid, sinusoidal stripes or dots otherwise."""
+    f = (2 * np.pi * freq).astype(np.float32)[:, None, None]
+    ph = phase.astype(np.float32)[:, :, None, None]
+    stripes = 0.5 + 0.5 * np.sin(f * u + ph[:, 0])
+    dots = stripes * (0.5 + 0.5 * np.sin(f * v + ph[:, 1]))
+    return np.select([kind[:, None, None] == FILLS.index("stripes"), kind[:, None, None] == FILLS.index("dots")],
+                     [stripes, dots], 0.0).astype(np.float32)
+
+
+def _blur(img: np.ndarray, sigmas: np.ndarray) -> None:
+    """Gaussian blur of each image ``img[i]`` (N×S×S×3) with its own sigma in pixels, in place."""
+    for sigma in np.unique(sigmas):
+        if sigma > 0:
+            idx = np.flatnonzero(sigmas == sigma)
+            img[idx] = ndimage.gaussian_filter(img[idx], sigma=(0, sigma, sigma, 0), mode="nearest")
+
+
+def _to_uint8(img: np.ndarray) -> np.ndarray:
+    """float images in 0..1 (clipped) to uint8 0..255."""
+    return np.rint(np.clip(img, 0.0, 1.0) * 255).astype(np.uint8)
+
+
+# --------------------------------------------------------------------------------------------------
+# shifted sets that are not shape worlds
+
+
+def digits_images(rng: np.random.Generator, n: int, size: int, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    """sklearn digits as N×size×size×3 uint8: cubic upsampling with a small random affine jitter,
+    random object/background colours, then a per-channel affine map to ``mean``/``std`` (0..255)."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits().images.astype(np.float64) / 16.0  # 1797×8×8 in 0..1
+    picks = rng.choice(len(digits), size=n, replace=n > len(digits))
+    gray = np.empty((n, size, size), dtype=np.float32)
+    for i, pick in enumerate(picks):
+        gray[i] = _affine_resample(digits[pick], size, rng.uniform(0.9, 1.1), rng.normal(0, 0.15), rng.uniform(-0.6, 0.6, 2))
+    fg, bg = rng.uniform(0, 1, (2, n, 1, 1, 3)).astype(np.float32)
+    img = bg + (fg - bg) * np.clip(gray, 0, 1)[..., None]
+    flat = img.reshape(-1, 3)
+    img = (img - flat.mean(0)) / np.maximum(flat.std(0), 1e-6) * (std / 255) + mean / 255
+    return _to_uint8(img)
+
+
+def _affine_resample(image: np.ndarray, size: int, scale: float, angle: float, shift: np.ndarray) -> np.ndarray:
+    """``image`` (h×w) resampled to size×size by a cubic spline, zoomed by ``scale``, rotated by
+    ``angle`` (radians) about the centre and shifted by ``shift`` input pixels."""
+    h = image.shape[0]
+    zoom = h / size / scale
+    rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]]) * zoom
+    out_centre = np.full(2, (size - 1) / 2)
+    offset = (h - 1) / 2 + shift - rot @ out_centre
+    return ndimage.affine_transform(image, rot, offset=offset, output_shape=(size, size), order=3, mode="constant")
+
+
+def photo_library() -> list[np.ndarray]:
+    """The bundled photos and textures as H×W×3 uint8 (sklearn's 2 samples and offline skimage.data)."""
+    from sklearn.datasets import load_sample_images
+    import skimage.data
+
+    photos = list(load_sample_images().images)
+    for name in ("astronaut", "chelsea", "coffee", "rocket", "hubble_deep_field", "immunohistochemistry",
+                 "retina", "brick", "grass", "gravel", "camera", "moon", "coins", "text", "page", "clock"):
+        try:
+            image = np.asarray(getattr(skimage.data, name)())
+        except Exception:  # an image that needs a download (or is missing in this version) is left out
+            continue
+        photos.append(np.repeat(image[..., None], 3, axis=2) if image.ndim == 2 else image[..., :3])
+    return photos
+
+
+def photo_patches(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
+    """Random square patches of :func:`photo_library`, side log-uniform from size/2 pixels to the whole
+    short side, antialiased resize to size×size, random horizontal flip: N×size×size×3 uint8."""
+    from PIL import Image
+
+    library = [Image.fromarray(np.ascontiguousarray(p, dtype=np.uint8)) for p in photo_library()]
+    out = np.empty((n, size, size, 3), dtype=np.uint8)
+    for i, pick in enumerate(rng.integers(len(library), size=n)):
+        photo = library[pick]
+        short = min(photo.size)
+        side = float(np.exp(rng.uniform(np.log(size / 2), np.log(short))))
+        left, top = rng.uniform(0, photo.size[0] - side), rng.uniform(0, photo.size[1] - side)
+        patch = np.asarray(photo.resize((size, size), Image.Resampling.BILINEAR, box=(left, top, left + side, top + side)))
+        out[i] = patch[:, ::-1] if rng.random() < 0.5 else patch
+    return out
+
+
+def noise_images(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
+    """N×size×size×3 uint8 noise, one third each: uniform 0..255, Gaussian and smoothed Gaussian blobs
+    (sigma 1..4 pixels); the Gaussian kinds get a random mean (0.3..0.7) and std (0.1..0.3) of 0..1."""
+    kind = rng.integers(3, size=n)
+    img = rng.normal(0.0, 1.0, (n, size, size, 3)).astype(np.float32)
+    _blur(img, np.where(kind == 2, rng.choice([1.0, 2.0, 3.0, 4.0], n), 0.0))
+    img /= img.std(axis=(1, 2, 3), keepdims=True)
+    img = img * rng.uniform(0.1, 0.3, (n, 1, 1, 1)).astype(np.float32) + rng.uniform(0.3, 0.7, (n, 1, 1, 1)).astype(np.float32)
+    uniform = np.flatnonzero(kind == 0)
+    img[uniform] = rng.uniform(0.0, 1.0, (len(uniform), size, size, 3))
+    return _to_uint8(img)
+
+
+# --------------------------------------------------------------------------------------------------
+# writing
+
+
+def generate_demo(out_dir: Path, seed: int, spec: dict | None = None) -> dict:
+    """Write every demo dataset under ``out_dir`` in the ``npy`` layout and return a summary
+    ``{dataset: {"splits": {split: n_images}, "classes": n_classes}}`` (``classes`` 0 for sets
+    without labels)."""
+    spec = resolve_spec(spec)
+    out_dir, size, var = Path(out_dir), spec["image_size"], spec["variation"]
+    protos = demo_prototypes(seed, spec)
+    summary: dict = {}
+
+    def write(dataset: str, split: str, images: np.ndarray, labels: np.ndarray, classes: int) -> None:
+        _write_split(out_dir / dataset / split, images, labels)
+        summary.setdefault(dataset, {"splits": {}, "classes": classes})["splits"][split] = len(labels)
+
+    pixels = []
+    for name in ("demo10", "demo40", "pretrain"):
+        for split in ("train", "test") if name != "pretrain" else ("train",):
+            rng = _rng(seed, name, split)
+            labels = _balanced_labels(rng, spec[name][f"n_{split}"], len(protos[name]))
+            images = render(protos[name], labels, rng, size, var)
+            write(name, split, images, labels, len(protos[name]))
+            if split == "train" and name != "pretrain":
+                pixels.append(images.reshape(-1, 3))
+    ood = {
+        "near": lambda rng, n: render(protos["near"], _balanced_labels(rng, n, len(protos["near"])), rng, size, var),
+        "digits": lambda rng, n: digits_images(rng, n, size, *_channel_stats(pixels)),
+        "photos": lambda rng, n: photo_patches(rng, n, size),
+        "noise": lambda rng, n: noise_images(rng, n, size),
+    }
+    for name, make in ood.items():
+        n = spec[name]["n_ood"]
+        write(name, "test", make(_rng(seed, name, "test"), n), np.full(n, -1, dtype=np.int64), 0)
+    return summary
+
+
+def _balanced_labels(rng: np.random.Generator, n: int, n_classes: int) -> np.ndarray:
+    """``n`` int64 labels in 0..n_classes-1, counts differing by at most one, in random order."""
+    return rng.permutation(np.arange(n, dtype=np.int64) % n_classes)
+
+
+def _channel_stats(pixels: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and std (0..255) of the sources' training pixels (mid-grey if there are none)."""
+    flat = np.concatenate(pixels) if pixels else np.empty((0, 3))
+    if len(flat) == 0:
+        return np.full(3, 127.5), np.full(3, 64.0)
+    return flat.mean(0, dtype=np.float64), flat.std(0, dtype=np.float64)
+
+
+def _write_split(folder: Path, images: np.ndarray, labels: np.ndarray) -> None:
+    """``images.npy`` and ``labels.npy`` in ``folder``, each written under a temporary name first and
+    renamed when complete (a killed run leaves only ``*.partial`` files, never a truncated array)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, array in (("images.npy", images), ("labels.npy", labels)):
+        tmp = folder / f"{name}.partial"
+        with open(tmp, "wb") as handle:
+            np.save(handle, array)
+        os.replace(tmp, folder / name)

@@ -1,0 +1,141 @@
+"""Registry of the on-disk dataset formats csfbench can read.
+
+Each :class:`Format` names its reader (see :mod:`csfbench.data.readers`), the official splits it
+has, the options its reader takes and the expected on-disk layout.  The layout text lives here
+only: readers look it up when they raise a :class:`~csfbench.errors.DatasetError`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from csfbench.data import readers
+from csfbench.data.base import ImageSet
+from csfbench.errors import DatasetError
+
+
+@dataclass(frozen=True)
+class Format:
+    """One on-disk format.
+
+    ``splits`` are the official splits a reader accepts; an empty tuple means the format holds a
+    single unnamed split and the ``split`` argument is ignored.  ``options`` are the keyword
+    options the reader requires (no others are accepted).  ``labelled`` is False where every
+    sample gets label ``-1`` (semantic shift, no label of any source).
+    """
+
+    reader: Callable[..., ImageSet]
+    expected_layout: str
+    splits: tuple[str, ...]
+    labelled: bool
+    options: tuple[str, ...] = ()
+
+
+FORMATS: dict[str, Format] = {
+    "cifar10": Format(
+        reader=readers.read_cifar10,
+        expected_layout="""
+{root}/ = the extracted cifar-10-batches-py/ directory, python pickles:
+  data_batch_1 ... data_batch_5   split "train" (10000 images each)
+  test_batch                      split "test" (10000 images)
+  batches.meta
+each batch: dict with b'data' (N x 3072 uint8, channel-major RGB 32x32) and b'labels' (N ints 0..9)
+""",
+        splits=("train", "test"),
+        labelled=True,
+    ),
+    "cifar100": Format(
+        reader=readers.read_cifar100,
+        expected_layout="""
+{root}/ = the extracted cifar-100-python/ directory, python pickles:
+  train   split "train" (50000 images)
+  test    split "test" (10000 images)
+  meta    dict with b'fine_label_names' (100) and b'coarse_label_names' (20)
+train/test: dict with b'data' (N x 3072 uint8, channel-major RGB 32x32),
+  b'fine_labels' (N ints 0..99) and b'coarse_labels' (N ints 0..19)
+""",
+        splits=("train", "test"),
+        labelled=True,
+    ),
+    "supercifar100": Format(
+        reader=readers.read_supercifar100,
+        expected_layout="""
+{root}/ = the extracted cifar-100-python/ directory, python pickles:
+  train   dict with b'data' (N x 3072 uint8, channel-major RGB 32x32), b'fine_labels', b'coarse_labels'
+  test    same keys as train
+  meta    dict with b'fine_label_names' and b'coarse_label_names'
+SuperCIFAR-100: coarse labels, superclass 'vehicles_2' removed (19 classes), one fine class per
+  superclass held out; split "train" = train file without held-out classes,
+  split "test" = held-out classes of the train file, then of the test file
+""",
+        splits=("train", "test"),
+        labelled=True,
+    ),
+    "tinyimagenet": Format(
+        reader=readers.read_tinyimagenet,
+        expected_layout="""
+{root}/ = the extracted tiny-imagenet-200/ directory:
+  wnids.txt                      one WordNet id per line; label = line index
+  train/{wnid}/images/*.JPEG     split "train"
+  val/images/*.JPEG              split "test" (the official val split)
+  val/val_annotations.txt        tab-separated: file name, wnid, x0, y0, x1, y1
+""",
+        splits=("train", "test"),
+        labelled=True,
+    ),
+    "svhn": Format(
+        reader=readers.read_svhn,
+        expected_layout="""
+{root}/ = the folder holding the SVHN cropped-digit files (format 2):
+  train_32x32.mat   split "train"
+  test_32x32.mat    split "test"
+each .mat (MATLAB v5): X = 32 x 32 x 3 x N uint8, y = N x 1 labels 1..10 (10 = digit 0)
+""",
+        splits=("train", "test"),
+        labelled=True,
+    ),
+    "image_folder": Format(
+        reader=readers.read_image_folder,
+        expected_layout="""
+{root}/**/*.{jpg,jpeg,png,bmp,gif,tif,tiff,webp}   any nesting, extension case ignored
+one unlabelled split (label -1): LSUN crop/resize, iSUN, Places365, Textures (dtd/images)
+""",
+        splits=(),
+        labelled=False,
+    ),
+    "cifar_c": Format(
+        reader=readers.read_cifar_c,
+        expected_layout="""
+{root}/ = the extracted CIFAR-10-C/ or CIFAR-100-C/ directory:
+  {corruption}.npy   (5 x 10000) x 32 x 32 x 3 uint8; severity s = rows (s-1)*10000 ... s*10000
+  labels.npy         5 x 10000 integer labels, row-aligned with every {corruption}.npy
+options: corruption (file stem, e.g. gaussian_noise), severity (1..5); split "test" only
+""",
+        splits=("test",),
+        labelled=True,
+        options=("corruption", "severity"),
+    ),
+    "npy": Format(
+        reader=readers.read_npy,
+        expected_layout="""
+{root}/{split}/images.npy   N x H x W x 3 uint8
+{root}/{split}/labels.npy   N int64 labels (-1 = no label of the source)
+splits: train, test
+""",
+        splits=("train", "test"),
+        labelled=True,
+    ),
+}
+
+
+def open_dataset(fmt: str, root: str | Path, split: str, name: str, **options: object) -> ImageSet:
+    """Read the official ``split`` of the dataset ``name`` stored in format ``fmt`` under ``root``.
+
+    Raises :class:`DatasetError` for an unknown format (listing the known ones) and, through the
+    reader, for a missing or malformed dataset.
+    """
+    if fmt not in FORMATS:
+        known = "\n".join(f"{key}: {spec.expected_layout.strip().splitlines()[0]}" for key, spec in FORMATS.items())
+        raise DatasetError(name, root, f"unknown format '{fmt}'; known formats: {', '.join(FORMATS)}", known)
+    return FORMATS[fmt].reader(Path(root), split, name, **options)

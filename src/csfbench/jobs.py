@@ -1,0 +1,128 @@
+"""One function per workflow job; ``workflow_scripts/`` only forward the Snakemake object's fields.
+
+Every function takes plain values (specs from :mod:`csfbench.config`, paths) so it can be called and
+tested without Snakemake.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+from csfbench.data.formats import FORMATS, open_dataset
+from csfbench.data.sources import shift_set, source_split
+
+log = logging.getLogger(__name__)
+
+
+def write_json_atomic(obj: object, path: str | Path) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def demo_data(out_root: str | Path, seed: int, spec: dict) -> dict:
+    """Generate the embedded demo datasets under ``out_root`` (see :mod:`csfbench.data.demo`)."""
+    from csfbench.data.demo import generate_demo
+
+    summary = generate_demo(Path(out_root), seed, spec)
+    log.info("demo data: %s", json.dumps(summary, sort_keys=True))
+    return summary
+
+
+def index_dataset(dataset: dict, out_json: str | Path) -> dict:
+    """Open every official split of a catalogue dataset, check it, record counts and label range.
+
+    Fails fast with a :class:`~csfbench.errors.DatasetError` (dataset, path tried, expected layout)
+    when the data are missing or malformed.
+    """
+    fmt = FORMATS[dataset["format"]]
+    splits = fmt.splits or (dataset.get("split", "test"),)
+    index = {"name": dataset["name"], "format": dataset["format"], "path": dataset["path"],
+             "options": dataset.get("options", {}), "splits": {}}
+    for split in splits:
+        images = open_dataset(dataset["format"], dataset["path"], split, dataset["name"], **dataset.get("options", {}))
+        labels = images.labels
+        index["splits"][split] = {"n": len(images), "label_min": int(labels.min()) if len(labels) else None,
+                                  "label_max": int(labels.max()) if len(labels) else None,
+                                  "first_sample_id": str(images.sample_ids[0]) if len(images) else None}
+        log.info("%s/%s: %d images", dataset["name"], split, len(images))
+    write_json_atomic(index, out_json)
+    return index
+
+
+def train(spec: dict, checkpoint: str | Path, history: str | Path, num_workers: int = 0) -> None:
+    """Train one model (all paradigm stages) with resume support next to the checkpoint."""
+    from csfbench.training.loop import resolve_device, train_model
+
+    train_set = source_split(spec["dataset"], spec["val_size"], "train")
+    val_set = source_split(spec["dataset"], spec["val_size"], "val")
+    _check_labels(train_set.labels, spec)
+    checkpoint = Path(checkpoint)
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    device = resolve_device()
+    log.info("training %s/%s on %s: %d train, %d val images", spec["source"], spec["model"], device,
+             len(train_set), len(val_set))
+    train_model(spec, train_set, val_set, checkpoint, Path(history), checkpoint.with_name("resume.pt"),
+                device=device, num_workers=num_workers)
+
+
+def _check_labels(labels: np.ndarray, spec: dict) -> None:
+    if len(labels) and (labels.min() < 0 or labels.max() >= spec["n_classes"]):
+        from csfbench.errors import ConfigError
+
+        raise ConfigError(f"sources/{spec['source']}/n_classes", f"labels in 0..{spec['n_classes'] - 1}",
+                          f"labels in {labels.min()}..{labels.max()} in dataset '{spec['dataset']['name']}'")
+
+
+def pretrain(spec: dict, out_file: str | Path, history: str | Path) -> None:
+    """Pretrain a timm ViT from scratch (the demo's stand-in for ImageNet-21k weights).
+
+    The result is saved as a timm state dict in safetensors format, loadable through timm's
+    pretrained-file mechanism exactly like downloaded weights.
+    """
+    from safetensors.torch import save_file
+
+    from csfbench.training.loop import resolve_device, train_model
+
+    out_file = Path(out_file)
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    train_set = source_split(spec["dataset"], spec["val_size"], "train")
+    val_set = source_split(spec["dataset"], spec["val_size"], "val")
+    work = out_file.with_name(out_file.stem + ".work")
+    work.mkdir(exist_ok=True)
+    model = train_model(spec, train_set, val_set, work / "checkpoint.pt", Path(history), work / "resume.pt",
+                        device=resolve_device())
+    state = {k.removeprefix("encoder.vit."): v.detach().cpu().contiguous()
+             for k, v in model.state_dict().items() if k.startswith("encoder.vit.")}
+    state.update({f"head.{k}": v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()})
+    tmp = out_file.with_name(f".{out_file.name}.tmp-{os.getpid()}")
+    save_file(state, str(tmp))
+    os.replace(tmp, out_file)
+    (work / "checkpoint.pt").unlink(missing_ok=True)
+    work.rmdir()
+
+
+def extract(spec: dict, eval_set: dict, checkpoint: str | Path, out_h5: str | Path, batch_size: int,
+            compression: str = "gzip", num_workers: int = 0) -> None:
+    """Write the feature file of one (model, evaluation set)."""
+    from csfbench.features.extract import extract_features
+    from csfbench.models import load_checkpoint
+    from csfbench.training.loop import resolve_device
+
+    device = resolve_device()
+    name = eval_set["name"]
+    if eval_set["shift_type"] == "id":
+        images = source_split(spec["dataset"], spec["val_size"], name)
+        split = name
+    else:
+        images = shift_set(eval_set["dataset"], eval_set["shift_type"])
+        split = eval_set["dataset"].get("split", "test")
+    model = load_checkpoint(spec, checkpoint, device)
+    extract_features(model, spec, images, out_h5, name, split, eval_set["shift_type"], batch_size, device,
+                     compression=compression, num_workers=num_workers, with_head=(name == "train"))

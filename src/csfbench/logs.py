@@ -1,0 +1,38 @@
+"""Logging for workflow jobs: progress and errors go to the rule's ``log:`` file."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from csfbench.errors import CsfbenchError
+
+
+@contextlib.contextmanager
+def job_logging(log_path: str | Path | None, threads: int | None = None) -> Iterator[logging.Logger]:
+    """Log INFO+ to ``log_path`` (and stderr); on a csfbench error write its message plainly, then re-raise.
+
+    ``threads`` caps torch's intra-op threads to what the rule requested.
+    """
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_path, mode="w"))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        handlers=handlers, force=True)
+    logging.captureWarnings(True)
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+    logger = logging.getLogger("csfbench")
+    try:
+        yield logger
+    except CsfbenchError as err:
+        logger.error("%s", err)
+        raise
+    except Exception:
+        logger.exception("job failed")
+        raise

@@ -1,0 +1,55 @@
+"""Vision Transformer encoder through timm, fine-tuned from a local pretrained checkpoint.
+
+The checkpoint is loaded with timm's own pretrained-file mechanism
+(``pretrained_cfg_overlay=dict(file=..., num_classes=...)``) — the code path a cluster user takes with
+real ImageNet-21k weights (``vit_base_patch16_224_in21k``).  ``num_classes`` in the overlay is the
+class count of the *checkpoint's* head: timm keeps that head when it matches the new class count
+and re-initialises it otherwise (timm also resamples the position embedding to ``img_size``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from csfbench.torch_compat import ensure_torchvision
+
+ensure_torchvision()
+import timm  # noqa: E402  (needs the torchvision fix above on CPU-only torch)
+
+
+def create_timm_vit(arch: dict, n_classes: int, image_size: int, dropout: int,
+                    pretrained: dict | None) -> nn.Module:
+    """A timm ViT with ``n_classes`` outputs; weights from ``pretrained['file']`` when given."""
+    kwargs = {k: v for k, v in arch.items() if k not in ("timm_name", "drop_rate")}
+    kwargs["drop_rate"] = float(arch.get("drop_rate", 0.1)) * dropout
+    kwargs["img_size"] = image_size
+    if pretrained is None:
+        return timm.create_model(arch["timm_name"], pretrained=False, num_classes=n_classes, **kwargs)
+    path = Path(pretrained["file"])
+    if not path.is_file():
+        raise FileNotFoundError(f"pretrained ViT weights not found: {path} (backbones/vit/pretrained/file)")
+    return timm.create_model(
+        arch["timm_name"], pretrained=True, num_classes=n_classes,
+        pretrained_cfg_overlay=dict(file=str(path), num_classes=int(pretrained["num_classes"])), **kwargs,
+    )
+
+
+class ViTEncoder(nn.Module):
+    """The timm ViT without its classifier: N×3×S×S → N×D pre-logit features."""
+
+    def __init__(self, vit: nn.Module):
+        super().__init__()
+        self.vit = vit
+        self.feature_dim = vit.num_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.vit.forward_head(self.vit.forward_features(x), pre_logits=True)
+
+
+def split_vit(vit: nn.Module) -> tuple[ViTEncoder, nn.Linear]:
+    """Detach the classifier of a timm ViT: returns (encoder, head)."""
+    head = vit.head
+    vit.head = nn.Identity()
+    return ViTEncoder(vit), head

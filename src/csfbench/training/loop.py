@@ -1,0 +1,188 @@
+"""The training loop: stages, per-epoch checkpoints, exact resume, progress to the log.
+
+After every epoch the full training state (weights, optimiser, scheduler, AMP scaler, the stage's
+adaptive state, history) is written atomically to ``resume_path``; a rerun after a kill continues
+from the last completed epoch and, on CPU, ends with the same weights as an uninterrupted run
+(shuffling, augmentation and dropout are seeded per epoch).  A resume file written for a different
+model spec is ignored.  At the end the weights alone go to ``checkpoint_path`` (loadable with
+``torch.load(weights_only=True)``) and the per-epoch history to ``history_path`` (CSV).
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import logging
+import os
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from csfbench.config import derive_seed, spec_hash
+from csfbench.data.base import ImageSet
+from csfbench.data.loader import make_loader
+from csfbench.data.transforms import augment, normalize
+from csfbench.models import build_model
+from csfbench.models.network import Classifier
+from csfbench.training.stages import Stage, build_stages, warmup_cosine
+
+log = logging.getLogger(__name__)
+
+
+def resolve_device(preferred: str | None = None) -> torch.device:
+    """CUDA when present (or as asked), CPU otherwise."""
+    if preferred:
+        return torch.device(preferred)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def autocast(device: torch.device):
+    """Mixed precision on CUDA (bf16 where supported, else fp16); a no-op context on CPU."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.autocast(device_type="cuda", dtype=dtype)
+
+
+def atomic_torch_save(obj: object, path: Path) -> None:
+    """Write to a temporary name in the same folder, then rename: never a half-written file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _set_stage_mode(model: Classifier, stage: Stage) -> list[nn.Parameter]:
+    model.eval()
+    for module in stage.train_modules(model):
+        module.train()
+    params = stage.params(model)
+    wanted = {id(p) for p in params}
+    for p in model.parameters():
+        p.requires_grad_(id(p) in wanted)
+    return params
+
+
+def _evaluate(model: Classifier, stage: Stage, loader, spec: dict, device: torch.device, epoch: int) -> dict:
+    model.eval()
+    total_loss, correct, count = 0.0, 0, 0
+    with torch.no_grad(), autocast(device):
+        for images, labels, _ in loader:
+            x = normalize(images.to(device), **spec["normalize"])
+            y = labels.to(device)
+            loss, logits = stage.loss(model, x, y, epoch, dict(stage.state))
+            total_loss += float(loss) * len(y)
+            correct += int((logits.argmax(1) == y).sum())
+            count += len(y)
+    return {"val_loss": total_loss / count, "val_acc": correct / count}
+
+
+def _write_history(rows: list[dict], path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+
+
+def _load_resume(path: Path, expected_hash: str) -> dict | None:
+    if not path.is_file():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if state.get("spec_hash") != expected_hash:
+        log.warning("ignoring resume file %s: it was written for a different model spec", path)
+        return None
+    return state
+
+
+def train_model(spec: dict, train_set: ImageSet, val_set: ImageSet, checkpoint_path: Path,
+                history_path: Path, resume_path: Path, device: torch.device | None = None,
+                num_workers: int = 0) -> Classifier:
+    """Train the model of ``spec`` through all stages of its paradigm; see the module docstring."""
+    device = device or resolve_device()
+    checkpoint_path, history_path, resume_path = Path(checkpoint_path), Path(history_path), Path(resume_path)
+    torch.manual_seed(spec["seed"])
+    model = build_model(spec).to(device)
+    optim = spec["optim"]
+    batch_size = int(optim["batch_size"])
+    steps_per_epoch = -(-len(train_set) // batch_size)
+    stages = build_stages(spec, steps_per_epoch)
+    aug = optim.get("augment", {})
+    grad_clip = float(optim.get("grad_clip", 0.0))
+    val_loader = make_loader(val_set, spec["image_size"], batch_size, num_workers=num_workers)
+    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda" and not torch.cuda.is_bf16_supported())
+
+    my_hash = spec_hash(spec)
+    resume = _load_resume(resume_path, my_hash)
+    history: list[dict] = list(resume["history"]) if resume else []
+    first_stage = resume["stage"] if resume else 0
+    if resume:
+        model.load_state_dict(resume["model"])
+        log.info("resuming %s from stage %d epoch %d", spec["model"], resume["stage"], resume["epoch"])
+
+    for si, stage in enumerate(stages):
+        if si < first_stage:
+            continue
+        params = _set_stage_mode(model, stage)
+        optimizer = stage.optimizer(params)
+        total_steps = stage.max_steps or stage.epochs * steps_per_epoch
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total_steps, stage.warmup_steps))
+        start_epoch = 0
+        if resume and si == first_stage:
+            optimizer.load_state_dict(resume["optimizer"])
+            scheduler.load_state_dict(resume["scheduler"])
+            scaler.load_state_dict(resume["scaler"])
+            stage.state.update(resume["stage_state"])
+            start_epoch = resume["epoch"]
+        else:
+            stage.on_start(model)
+        for epoch in range(start_epoch, stage.epochs):
+            if scheduler.last_epoch >= total_steps:
+                break
+            t0 = time.perf_counter()
+            _set_stage_mode(model, stage)
+            epoch_seed = derive_seed(spec["seed"], stage.name, epoch)
+            torch.manual_seed(epoch_seed)
+            generator = torch.Generator().manual_seed(epoch_seed)
+            loader = make_loader(train_set, spec["image_size"], batch_size, shuffle=True, seed=epoch_seed,
+                                 num_workers=num_workers)
+            run_loss, run_correct, run_count = 0.0, 0, 0
+            for images, labels, _ in loader:
+                if scheduler.last_epoch >= total_steps:
+                    break
+                x = augment(normalize(images.to(device, non_blocking=True), **spec["normalize"]), generator,
+                            int(aug.get("crop_padding", 0)), bool(aug.get("hflip", False)), int(aug.get("cutout", 0)))
+                y = labels.to(device, non_blocking=True)
+                with autocast(device):
+                    loss, logits = stage.loss(model, x, y, epoch, stage.state)
+                optimizer.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                if grad_clip > 0:
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(params, grad_clip)
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()
+                run_loss += float(loss.detach()) * len(y)
+                run_correct += int((logits.detach().argmax(1) == y).sum())
+                run_count += len(y)
+            row = {"stage": stage.name, "epoch": epoch + 1, "lr": optimizer.param_groups[0]["lr"],
+                   "train_loss": run_loss / max(run_count, 1), "train_acc": run_correct / max(run_count, 1),
+                   **_evaluate(model, stage, val_loader, spec, device, epoch),
+                   "seconds": round(time.perf_counter() - t0, 3)}
+            history.append(row)
+            log.info("%s stage %s epoch %d/%d loss %.4f acc %.4f val_loss %.4f val_acc %.4f (%.1fs)",
+                     spec["model"], stage.name, epoch + 1, stage.epochs, row["train_loss"], row["train_acc"],
+                     row["val_loss"], row["val_acc"], row["seconds"])
+            atomic_torch_save({"spec_hash": my_hash, "stage": si, "epoch": epoch + 1, "history": history,
+                               "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                               "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
+                               "stage_state": dict(stage.state)}, resume_path)
+        resume = None
+    model.eval()
+    _write_history(history, history_path)
+    atomic_torch_save(model.state_dict(), checkpoint_path)
+    resume_path.unlink(missing_ok=True)
+    return model

@@ -1,0 +1,145 @@
+"""The training stages of each paradigm (spec 000 §1.4) as data: what trains, with what, how long.
+
+* ``ce`` (ViT fine-tuning): one stage, cross-entropy, SGD + warm-up + cosine.
+* ``dg``: one stage; cross-entropy on the first C outputs for ``pretrain_epochs``, then the Deep
+  Gamblers loss with reward o.
+* ``devries``: one stage, the learned-confidence loss with the budget-adapted λ.
+* ``confidnet``: (1) backbone cross-entropy; (2) ConfidNet head on a frozen copy of the encoder,
+  Adam, MSE to the true-class probability; (3) fine-tuning of the encoder copy with Adam at a tiny
+  learning rate, dropout disabled.  The classifier itself is never modified after stage 1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from csfbench.models.network import Classifier
+from csfbench.training.losses import confidnet_loss, deep_gamblers_loss, devries_loss, update_devries_lambda
+
+LossFn = Callable[[Classifier, torch.Tensor, torch.Tensor, int, dict], tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class Stage:
+    """One optimisation stage.
+
+    ``loss(model, x, y, epoch, state) -> (loss, logits_for_accuracy)``; ``state`` holds values the
+    stage adapts during training (DeVries' λ) and is saved in the resume file.
+    """
+
+    name: str
+    epochs: int
+    params: Callable[[Classifier], list[nn.Parameter]]
+    train_modules: Callable[[Classifier], list[nn.Module]]
+    optimizer: Callable[[list[nn.Parameter]], torch.optim.Optimizer]
+    loss: LossFn
+    max_steps: int | None = None
+    warmup_steps: int = 0
+    on_start: Callable[[Classifier], None] = lambda model: None
+    state: dict = field(default_factory=dict)
+
+
+def _sgd(optim: dict, lr: float | None = None, nesterov: bool | None = None):
+    def make(params):
+        return torch.optim.SGD(params, lr=lr if lr is not None else optim["lr"],
+                               momentum=float(optim.get("momentum", 0.9)),
+                               weight_decay=float(optim.get("weight_decay", 0.0)),
+                               nesterov=bool(optim.get("nesterov", False) if nesterov is None else nesterov))
+    return make
+
+
+def _adam(lr: float):
+    return lambda params: torch.optim.Adam(params, lr=lr)
+
+
+def _ce_loss(model, x, y, epoch, state):
+    logits = model.head(model.encoder(x))[:, : model.n_classes]
+    return F.cross_entropy(logits.float(), y), logits
+
+
+def _classifier_params(model: Classifier) -> list[nn.Parameter]:
+    return list(model.encoder.parameters()) + list(model.head.parameters())
+
+
+def _classifier_modules(model: Classifier) -> list[nn.Module]:
+    return [model.encoder, model.head]
+
+
+def _epochs(params: dict, steps_per_epoch: int) -> tuple[int, int | None]:
+    if "steps" in params:
+        steps = int(params["steps"])
+        return -(-steps // steps_per_epoch), steps
+    return int(params["epochs"]), None
+
+
+def build_stages(spec: dict, steps_per_epoch: int) -> list[Stage]:
+    """The stages of ``spec['paradigm']`` with the hyper-parameters of the resolved spec."""
+    optim, params, paradigm = spec["optim"], spec["paradigm_params"], spec["paradigm"]
+    if paradigm == "ce":
+        epochs, max_steps = _epochs(params, steps_per_epoch)
+        return [Stage("ce", epochs, _classifier_params, _classifier_modules, _sgd(optim), _ce_loss,
+                      max_steps=max_steps, warmup_steps=int(params.get("warmup_steps", 0)))]
+    if paradigm == "dg":
+        pretrain, reward = int(params["pretrain_epochs"]), float(spec["reward"])
+
+        def dg_loss(model, x, y, epoch, state):
+            logits = model.head(model.encoder(x))
+            if epoch < pretrain:
+                return F.cross_entropy(logits[:, :-1].float(), y), logits[:, :-1]
+            return deep_gamblers_loss(logits, y, reward), logits[:, :-1]
+
+        return [Stage("dg", int(params["epochs"]), _classifier_params, _classifier_modules,
+                      _sgd(optim, nesterov=False), dg_loss)]
+    if paradigm == "devries":
+        budget = float(params.get("budget", 0.3))
+
+        def dv_loss(model, x, y, epoch, state):
+            features = model.encoder(x)
+            logits = model.head(features)
+            hint = torch.rand(len(y), device=y.device) < 0.5
+            total, penalty = devries_loss(logits, model.confidence_logit(x, features), y, state["lambda"], hint)
+            state["lambda"] = update_devries_lambda(state["lambda"], float(penalty.detach()), budget)
+            return total, logits
+
+        stage = Stage("devries", int(params["epochs"]),
+                      lambda m: _classifier_params(m) + list(m.conf_head.parameters()),
+                      lambda m: [m.encoder, m.head, m.conf_head],
+                      _sgd(optim, nesterov=params.get("nesterov", True)), dv_loss)
+        stage.state["lambda"] = float(params.get("lambda_init", 0.1))
+        return [stage]
+    if paradigm == "confidnet":
+        def tcp_loss(model, x, y, epoch, state):
+            with torch.no_grad():
+                logits = model.head(model.encoder(x))
+            return confidnet_loss(model.conf_head(model.conf_encoder(x)), logits, y), logits
+
+        def sync_copy(model):
+            model.conf_encoder.load_state_dict(model.encoder.state_dict())
+
+        stages = [
+            Stage("backbone", int(params["epochs_backbone"]), _classifier_params, _classifier_modules,
+                  _sgd(optim), _ce_loss),
+            Stage("confidnet", int(params["epochs_head"]), lambda m: list(m.conf_head.parameters()),
+                  lambda m: [m.conf_head], _adam(float(params.get("head_lr", 1e-4))), tcp_loss,
+                  on_start=sync_copy),
+        ]
+        if int(params["epochs_finetune"]) > 0:
+            stages.append(Stage("finetune", int(params["epochs_finetune"]),
+                                lambda m: list(m.conf_encoder.parameters()) + list(m.conf_head.parameters()),
+                                lambda m: [m.conf_head], _adam(float(params.get("finetune_lr", 1e-6))), tcp_loss))
+        return stages
+    raise ValueError(f"unknown paradigm '{paradigm}' (known: ce, dg, devries, confidnet)")
+
+
+def warmup_cosine(total_steps: int, warmup_steps: int) -> Callable[[int], float]:
+    """LR multiplier: linear warm-up over ``warmup_steps`` then cosine decay to 0 at ``total_steps``."""
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+        return 0.5 * (1.0 + torch.cos(torch.tensor(min(progress, 1.0) * torch.pi)).item())
+    return factor

@@ -1,0 +1,110 @@
+import copy
+
+import pytest
+
+from csfbench.config import (eval_set_spec, iter_models, load_config, model_ids, model_spec, validate_config)
+from csfbench.errors import ConfigError
+from csfbench.ids import MODEL_PATTERN, ModelId
+
+
+@pytest.fixture(scope="module")
+def demo(repo):
+    return load_config(repo / "config/config.yaml")
+
+
+@pytest.fixture(scope="module")
+def paper(repo):
+    return load_config(repo / "config/paper.yaml")
+
+
+def test_paper_grid_counts(paper):
+    # per source: ConfidNet 2×5 + DeVries 2×5 + DG 2×|rewards|×5 + ViT 2×5
+    expected = {"cifar10": 30 + 40, "supercifar100": 30 + 70, "cifar100": 30 + 70, "tinyimagenet": 30 + 40}
+    assert {s: len(model_ids(paper, s)) for s in paper["sources"]} == expected
+    assert len(list(iter_models(paper))) == 340
+    assert all(len(src["ood"]) == 8 for src in paper["sources"].values())
+
+
+def test_paper_table1_regimes(paper):
+    regimes = {s: {d: v["regime"] for d, v in src["ood"].items()} for s, src in paper["sources"].items()}
+    assert [d for d, r in regimes["cifar10"].items() if r == "near"] == ["cifar100", "tinyimagenet"]
+    assert [d for d, r in regimes["tinyimagenet"].items() if r == "far"] == ["svhn"]
+    assert sorted(d for d, r in regimes["cifar100"].items() if r == "far") == ["places365", "textures"]
+
+
+def test_paper_hyperparameters(paper):
+    vit10 = model_spec(paper, "cifar10", "vit_ce_do0_rew0_run1")
+    assert vit10["optim"]["lr"] == 3e-4 and model_spec(paper, "cifar10", "vit_ce_do1_rew0_run1")["optim"]["lr"] == 1e-2
+    sc = model_spec(paper, "supercifar100", "vit_ce_do1_rew0_run2")
+    assert sc["optim"]["lr"] == 1e-3 and sc["optim"]["batch_size"] == 512 and sc["n_classes"] == 19
+    assert sc["image_size"] == 384 and sc["mcd_samples"] == 0
+    dg = model_spec(paper, "tinyimagenet", "vgg13_dg_do1_rew12_run3")
+    assert dg["image_size"] == 64 and dg["mcd_samples"] == 50 and dg["paradigm_params"]["pretrain_epochs"] == 100
+    assert dg["optim"]["lr"] == 0.1 and dg["optim"]["weight_decay"] == 5e-4
+
+
+def test_seeds_differ_per_model_and_are_stable(demo):
+    seeds = [model_spec(demo, s, m)["seed"] for s, m in iter_models(demo)]
+    assert len(set(seeds)) == len(seeds)
+    assert seeds == [model_spec(demo, s, m)["seed"] for s, m in iter_models(demo)]
+
+
+def test_eval_sets(demo):
+    assert eval_set_spec(demo, "demo10", "test")["shift_type"] == "id"
+    near = eval_set_spec(demo, "demo10", "near")
+    assert near["shift_type"] == "semantic" and near["regime"] == "near" and near["dataset"]["format"] == "npy"
+
+
+@pytest.mark.parametrize("text", ["vgg13_dg_do1_rew2.2_run3", "vit_ce_do0_rew0_run1", "vgg13_devries_do0_rew0_run5"])
+def test_model_id_round_trip(text):
+    import re
+
+    assert str(ModelId.parse(text)) == text
+    assert re.fullmatch(MODEL_PATTERN, text)
+
+
+def test_model_id_rejects_garbage():
+    with pytest.raises(ValueError, match="does not match"):
+        ModelId.parse("vgg13-dg-run1")
+
+
+def _broken(config, path, value):
+    config = copy.deepcopy(config)
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return config
+
+
+@pytest.mark.parametrize("path, value, fragments", [
+    (("sources", "demo10", "n_classes"), "ten", ["sources/demo10/n_classes", "type integer", "'ten'"]),
+    (("sources", "demo10", "n_classes"), 1, ["sources/demo10/n_classes", "minimum 2", "1"]),
+    (("backbones", "vgg13", "paradigms"), ["dg", "gamblers"], ["backbones/vgg13/paradigms/1", "'confidnet'", "'gamblers'"]),
+    (("features", "batch_size"), KeyError, ["features", "batch_size"]),
+    (("datasets", "near", "format"), "jpeg-dir", ["datasets/near/format", "'image_folder'", "'jpeg-dir'"]),
+    (("seed",), -1, ["seed", "minimum 0", "-1"]),
+    (("sources", "demo10", "colour"), "red", ["sources/demo10", "colour"]),
+    (("sources", "demo10", "dataset"), "cifar10", ["sources/demo10/dataset", "cifar10"]),
+])
+def test_invalid_config_names_key_expected_found(demo, path, value, fragments):
+    with pytest.raises(ConfigError) as err:
+        validate_config(_broken(demo, path, value))
+    message = str(err.value)
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_unknown_ood_dataset_is_named(demo):
+    config = copy.deepcopy(demo)
+    config["sources"]["demo10"]["ood"]["svhn"] = {"shift_type": "semantic", "regime": "mid"}
+    with pytest.raises(ConfigError, match="sources/demo10/ood/svhn"):
+        validate_config(config)
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="existing YAML file"):
+        load_config(tmp_path / "nope.yaml")

@@ -1,0 +1,5 @@
+from csfbench.jobs import index_dataset
+from csfbench.logs import job_logging
+
+with job_logging(snakemake.log[0], snakemake.threads):
+    index_dataset(snakemake.params.dataset, snakemake.output.index)
