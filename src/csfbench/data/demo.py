@@ -328,7 +328,7 @@ def _render_chunk(p: dict, palette: np.ndarray, rng: np.random.Generator, size: 
                   rng.uniform(0, 1, (len(on), 3)), grid, size)
     img *= rng.uniform(1 - var["brightness"], 1 + var["brightness"], (n, 1, 1, 1)).astype(np.float32)
     _blur(img, rng.choice(np.asarray(var["blur_sigmas_px"], dtype=float), n))
-    img += rng.normal(0.0, 1.0, img.shape).astype(np.float32) * rng.uniform(0, var["noise_std"], (n, 1, 1, 1)).astype(np.float32)
+    img += rng.standard_normal(img.shape, dtype=np.float32) * rng.uniform(0, var["noise_std"], (n, 1, 1, 1)).astype(np.float32)
     return _to_uint8(img)
 
 
@@ -387,11 +387,14 @@ def _paint_shapes(img, idx, shape, centre, radius, angle, colour, grid, size, fi
     for k, sdf in enumerate(SHAPES.values()):
         sel = np.flatnonzero(shape == k)
         dist[sel] = sdf(u[sel], v[sel])
-    alpha = np.clip(0.5 - dist * r * (size / 2), 0.0, 1.0)[..., None]
+    dist *= -r * np.float32(size / 2)  # signed distance in pixels, positive inside
+    alpha = np.clip(dist + 0.5, 0.0, 1.0, out=dist)[..., None]
     paint = colour[:, None, None, :].astype(np.float32)
     if fill is not None:
         paint = paint * (1 - 0.6 * _fill_pattern(*fill, u, v)[..., None])
-    img[idx] += alpha * (paint - img[idx])
+    target = img[idx]
+    target += alpha * (paint - target)
+    img[idx] = target
 
 
 def _fill_pattern(kind: np.ndarray, freq: np.ndarray, phase: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -486,7 +489,7 @@ def noise_images(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
     """N×size×size×3 uint8 noise, one third each: uniform 0..255, Gaussian and smoothed Gaussian blobs
     (sigma 1..4 pixels); the Gaussian kinds get a random mean (0.3..0.7) and std (0.1..0.3) of 0..1."""
     kind = rng.integers(3, size=n)
-    img = rng.normal(0.0, 1.0, (n, size, size, 3)).astype(np.float32)
+    img = rng.standard_normal((n, size, size, 3), dtype=np.float32)
     _blur(img, np.where(kind == 2, rng.choice([1.0, 2.0, 3.0, 4.0], n), 0.0))
     img /= img.std(axis=(1, 2, 3), keepdims=True)
     img = img * rng.uniform(0.1, 0.3, (n, 1, 1, 1)).astype(np.float32) + rng.uniform(0.3, 0.7, (n, 1, 1, 1)).astype(np.float32)
@@ -520,7 +523,7 @@ def generate_demo(out_dir: Path, seed: int, spec: dict | None = None) -> dict:
             images = render(protos[name], labels, rng, size, var)
             write(name, split, images, labels, len(protos[name]))
             if split == "train" and name != "pretrain":
-                pixels.append(images.reshape(-1, 3))
+                pixels.append(images)
     ood = {
         "near": lambda rng, n: render(protos["near"], _balanced_labels(rng, n, len(protos["near"])), rng, size, var),
         "digits": lambda rng, n: digits_images(rng, n, size, *_channel_stats(pixels)),
@@ -539,11 +542,15 @@ def _balanced_labels(rng: np.random.Generator, n: int, n_classes: int) -> np.nda
 
 
 def _channel_stats(pixels: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel mean and std (0..255) of the sources' training pixels (mid-grey if there are none)."""
-    flat = np.concatenate(pixels) if pixels else np.empty((0, 3))
-    if len(flat) == 0:
+    """Per-channel mean and std (0..255) of uint8 images (N×S×S×3 each), from exact histograms;
+    mid-grey with std 64 if there are no pixels."""
+    hist = sum((np.stack([np.bincount(p[..., c].ravel(), minlength=256) for c in range(3)]) for p in pixels),
+               np.zeros((3, 256), dtype=np.int64))
+    if hist.sum() == 0:
         return np.full(3, 127.5), np.full(3, 64.0)
-    return flat.mean(0, dtype=np.float64), flat.std(0, dtype=np.float64)
+    values = np.arange(256.0)
+    mean = hist @ values / hist.sum(1)
+    return mean, np.sqrt(hist @ values**2 / hist.sum(1) - mean**2)
 
 
 def _write_split(folder: Path, images: np.ndarray, labels: np.ndarray) -> None:

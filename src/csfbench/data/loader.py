@@ -23,7 +23,7 @@ class TorchImages(Dataset):
         img = self.images.image(index)
         if img.shape[0] != self.image_size or img.shape[1] != self.image_size:
             img = np.asarray(Image.fromarray(img).resize((self.image_size, self.image_size), Image.BILINEAR))
-        tensor = torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
+        tensor = torch.from_numpy(np.array(img, dtype=np.uint8, copy=True)).permute(2, 0, 1)
         return tensor, int(self.images.labels[index]), index
 
 
