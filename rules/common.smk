@@ -35,7 +35,12 @@ def demo_files():
     """The files the demo generator writes (empty when the config has no `demo` section)."""
     if "demo" not in config:
         return []
-    return demo_data.output_files(config["data_root"], config["demo"].get("spec", {}))
+    root = config["data_root"]
+    return [
+        f"{root}/{name}/{split}/{array}.npy"
+        for name, split in demo_data.SPLITS
+        for array in ("images", "labels")
+    ]
 
 
 def index_file(name):

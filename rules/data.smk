@@ -1,25 +1,27 @@
 # Data: the embedded demo generator and a fail-fast check + index of every dataset on disk.
 
 
-rule demo_data:
-    output:
-        files=demo_files(),
-    params:
-        root=config["data_root"],
-        seed=config.get("demo", {}).get("seed", 0),
-        spec=config.get("demo", {}).get("spec", {}),
-    log:
-        "results/logs/data/demo_data.log",
-    benchmark:
-        "results/benchmarks/data/demo_data.tsv"
-    conda:
-        "../envs/csfbench.yaml"
-    threads: 1
-    resources:
-        mem_mb=res("demo_data", "mem_mb", 4000),
-        runtime=res("demo_data", "runtime", 30),
-    script:
-        "../workflow_scripts/demo_data.py"
+if "demo" in config:
+
+    rule demo_data:
+        output:
+            files=demo_files(),
+        params:
+            root=config["data_root"],
+            seed=config["demo"]["seed"],
+            spec=config["demo"].get("spec", {}),
+        log:
+            "results/logs/data/demo_data.log",
+        benchmark:
+            "results/benchmarks/data/demo_data.tsv"
+        conda:
+            "../envs/csfbench.yaml"
+        threads: 1
+        resources:
+            mem_mb=res("demo_data", "mem_mb", 4000),
+            runtime=res("demo_data", "runtime", 30),
+        script:
+            "../workflow_scripts/demo_data.py"
 
 
 rule index_dataset:
@@ -29,6 +31,7 @@ rule index_dataset:
         index="results/data/index/{name}.json",
     params:
         dataset=lambda w: cfg.dataset_spec(config, w.name),
+        splits=lambda w: cfg.used_splits(config, w.name),
     log:
         "results/logs/data/index_{name}.log",
     benchmark:

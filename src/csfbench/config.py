@@ -19,7 +19,7 @@ import yaml
 from csfbench.errors import ConfigError
 from csfbench.ids import ModelId
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+SCHEMA_PATH = Path(__file__).with_name("schema.yaml")  # symlink to config/schema.yaml
 SPLITS = ("train", "val", "test")
 
 
@@ -240,3 +240,16 @@ def pretrain_spec(config: dict) -> dict:
         "paradigm_params": {"epochs": int(pre["epochs"]), "warmup_steps": 0},
         "dataset": dataset_spec(config, pre["dataset"]), "val_size": int(pre.get("val_size", 500)),
     }
+
+
+def used_splits(config: dict, name: str) -> list[str]:
+    """The official splits of catalogue dataset ``name`` that the workflow reads (sorted)."""
+    splits = set()
+    for src in config["sources"].values():
+        if src["dataset"] == name:
+            splits |= {"train", "test"}
+        if name in src["ood"]:
+            splits.add(config["datasets"][name].get("split", "test"))
+    if config.get("pretrain", {}).get("dataset") == name:
+        splits.add("train")
+    return sorted(splits)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from csfbench.data.formats import FORMATS, open_dataset
+from csfbench.data.formats import open_dataset
 from csfbench.data.sources import shift_set, source_split
 
 log = logging.getLogger(__name__)
@@ -35,14 +35,12 @@ def demo_data(out_root: str | Path, seed: int, spec: dict) -> dict:
     return summary
 
 
-def index_dataset(dataset: dict, out_json: str | Path) -> dict:
-    """Open every official split of a catalogue dataset, check it, record counts and label range.
+def index_dataset(dataset: dict, splits: list[str], out_json: str | Path) -> dict:
+    """Open the used official ``splits`` of a catalogue dataset, check them, record counts and label range.
 
     Fails fast with a :class:`~csfbench.errors.DatasetError` (dataset, path tried, expected layout)
     when the data are missing or malformed.
     """
-    fmt = FORMATS[dataset["format"]]
-    splits = fmt.splits or (dataset.get("split", "test"),)
     index = {"name": dataset["name"], "format": dataset["format"], "path": dataset["path"],
              "options": dataset.get("options", {}), "splits": {}}
     for split in splits:
@@ -92,8 +90,10 @@ def pretrain(spec: dict, out_file: str | Path, history: str | Path) -> None:
 
     out_file = Path(out_file)
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    train_set = source_split(spec["dataset"], spec["val_size"], "train")
-    val_set = source_split(spec["dataset"], spec["val_size"], "val")
+    # the pretraining set has a single (train) split: its last val_size images monitor the training
+    images = source_split(spec["dataset"], spec["val_size"], "train")
+    cut = len(images) - spec["val_size"]
+    train_set, val_set = images.subset(np.arange(cut)), images.subset(np.arange(cut, len(images)))
     work = out_file.with_name(out_file.stem + ".work")
     work.mkdir(exist_ok=True)
     model = train_model(spec, train_set, val_set, work / "checkpoint.pt", Path(history), work / "resume.pt",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import os
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -55,21 +56,26 @@ DEFAULT_SPEC: dict = {
     "variation": {
         "scale": [0.7, 1.3],  # range of the factor on the prototype's radius
         "position": 0.3,  # max offset of the object centre from the image centre
-        "rotation_deg": 30.0,  # std of the rotation around the prototype's angle
-        "colour_jitter": 0.1,  # std of the per-channel noise on object and background colours
+        "rotation_deg": 20.0,  # std of the rotation around the prototype's angle
+        "colour_jitter": 0.085,  # std of the per-channel noise on object and background colours
         "brightness": 0.25,  # max relative change of the image gain
         "distractors": 3,  # max number of clutter shapes
         "distractor_prob": 0.5,  # chance of each clutter shape
         "occlusion_prob": 0.3,  # chance of an occluding bar over the object
-        "blur_sigmas_px": [0.0, 0.6, 1.0, 1.4],  # Gaussian blur drawn uniformly from these (pixels)
-        "noise_std": 0.08,  # max std of the additive Gaussian pixel noise
-        "sibling_shift": 0.2,  # colour distance between a prototype and its sibling
+        "blur_sigmas_px": [0.0, 0.5, 0.8, 1.2],  # Gaussian blur drawn uniformly from these (pixels)
+        "noise_std": 0.07,  # max std of the additive Gaussian pixel noise
+        "sibling_shift": 0.27,  # colour distance between a prototype and its sibling
     },
 }
 
 SHAPEWORLD = ("demo10", "demo40", "near")
-DATASETS = ("demo10", "demo40", "near", "digits", "photos", "noise", "pretrain")
-_CHUNK = 1000  # images rendered per vectorised batch (bounds the float32 temporaries)
+SOURCES = ("demo10", "demo40")
+SHIFTED = ("near", "digits", "photos", "noise")  # labels -1, split "test"
+DATASETS = (*SOURCES, *SHIFTED, "pretrain")
+# (dataset, split) in generation order: the sources' train images set the colour statistics of digits
+SPLITS = (("demo10", "train"), ("demo10", "test"), ("demo40", "train"), ("demo40", "test"), ("pretrain", "train"),
+          *((name, "test") for name in SHIFTED))
+_CHUNK = 256  # images rendered per vectorised batch (bounds the float32 temporaries)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -89,6 +95,8 @@ def resolve_spec(spec: dict | None) -> dict:
     for name in (*SHAPEWORLD, "pretrain"):
         if merged[name]["n_classes"] < 1:
             raise ConfigError(f"demo.spec.{name}.n_classes", "at least 1", merged[name]["n_classes"])
+    if not 0 < merged["variation"]["sibling_shift"] <= 0.5:
+        raise ConfigError("demo.spec.variation.sibling_shift", "a number in (0, 0.5]", merged["variation"]["sibling_shift"])
     return merged
 
 
@@ -105,11 +113,14 @@ def _merge(base: dict, update: dict, path: str) -> None:
             base[key] = value
 
 
+def _stream(seed: int, *keys: str) -> np.random.SeedSequence:
+    """The independent seed sequence of ``seed`` and the stream named by ``keys`` (e.g. "demo10", "train")."""
+    return np.random.SeedSequence(int(seed), spawn_key=tuple(zlib.crc32(k.encode()) for k in keys))
+
+
 def _rng(seed: int, *keys: str) -> np.random.Generator:
-    """An independent generator for ``seed`` and the stream named by ``keys`` (e.g. "demo10", "train")."""
-    return np.random.default_rng(
-        np.random.SeedSequence(int(seed), spawn_key=tuple(zlib.crc32(k.encode()) for k in keys))
-    )
+    """A generator on :func:`_stream` ``(seed, *keys)``."""
+    return np.random.default_rng(_stream(seed, *keys))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -165,6 +176,7 @@ SHAPES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "crescent": _sdf_crescent,
 }
 SHAPE_NAMES = tuple(SHAPES)
+_SHAPE_EXTENT = 1.15  # every shape lies within this many radii of its centre
 # the look-alike a sibling swaps its shape for
 SHAPE_SIBLING = {
     "disc": "ring", "ring": "crescent", "square": "diamond", "diamond": "triangle", "triangle": "diamond",
@@ -172,6 +184,7 @@ SHAPE_SIBLING = {
 }
 FILLS = ("solid", "stripes", "dots")
 TEXTURES = ("flat", "stripes", "checker", "gradient")
+SIBLING_KINDS = ("shape", "fg", "texture", "bg")  # what the sibling of pair k changes: kind k mod 4
 
 
 # --------------------------------------------------------------------------------------------------
@@ -230,18 +243,19 @@ def _draw_family(
     picks = rng.choice(len(combos), size=n_base, replace=False)
     taken = set(excluded) | {combos[i] for i in picks}
     protos: list[Prototype] = []
-    for i in picks:
+    for pair, i in enumerate(picks):
         base = _random_prototype(rng, first_pid + len(protos), family, combos[i])
         protos.append(base)
         if len(protos) < n:
-            protos.append(_sibling(rng, base, first_pid + len(protos), taken, spec["variation"]["sibling_shift"]))
+            kind = SIBLING_KINDS[pair % len(SIBLING_KINDS)]
+            protos.append(_sibling(rng, base, first_pid + len(protos), kind, taken, spec["variation"]["sibling_shift"]))
     return protos
 
 
 def _random_prototype(rng: np.random.Generator, pid: int, family: str, combo: tuple) -> Prototype:
     """A prototype with the given (shape, fill, texture) and random colours and geometry."""
     fg, bg = _contrasting_colours(rng)
-    bg2 = np.clip(bg + rng.normal(0.0, 0.25, 3), 0.0, 1.0)
+    bg2 = _shifted_colour(rng, bg, rng.uniform(0.3, 0.5))
     return Prototype(
         pid=pid, family=family, shape=combo[0], fill=combo[1], texture=combo[2],
         fg=tuple(fg), bg=tuple(bg), bg2=tuple(bg2),
@@ -259,23 +273,32 @@ def _contrasting_colours(rng: np.random.Generator, min_distance: float = 0.45) -
             return fg, bg
 
 
-def _sibling(rng: np.random.Generator, base: Prototype, pid: int, taken: set, shift: float) -> Prototype:
-    """A confusable copy of ``base`` that differs in one attribute: shape, a colour, or the texture."""
-    kind = rng.choice(["shape", "fg", "bg", "texture"])
-    changes: dict = {}
+def _sibling(rng: np.random.Generator, base: Prototype, pid: int, kind: str, taken: set, shift: float) -> Prototype:
+    """A confusable copy of ``base`` that differs visibly in one attribute, by ``kind``: "shape" (its
+    look-alike; the object colour instead if that combination is taken), "fg" or "bg" (the object or
+    background colour moves by ``shift``), "texture" (frequency and angle; the background colour
+    instead on a flat background)."""
     shape = SHAPE_NAMES.index(SHAPE_SIBLING[SHAPE_NAMES[base.shape]])
-    if kind == "shape" and (shape, base.fill, base.texture) not in taken:
-        changes["shape"] = shape
+    if kind == "shape" and (shape, base.fill, base.texture) in taken:
+        kind = "fg"
+    if kind == "texture" and TEXTURES[base.texture] == "flat":
+        kind = "bg"
+    if kind == "shape":
         taken.add((shape, base.fill, base.texture))
-    elif kind == "texture":
-        changes["texture_freq"] = base.texture_freq * 1.6
-        changes["texture_angle"] = base.texture_angle + np.pi / 4
-    else:
-        colour = "bg" if kind == "bg" else "fg"
+        return _replace(base, pid=pid, shape=shape)
+    if kind == "texture":
+        ratio = 1.6 if base.texture_freq < 2.5 else 1 / 1.6  # stays coarse enough to survive blur
+        return _replace(base, pid=pid, texture_freq=base.texture_freq * ratio, texture_angle=base.texture_angle + np.pi / 4)
+    return _replace(base, pid=pid, **{kind: tuple(_shifted_colour(rng, np.asarray(getattr(base, kind)), shift))})
+
+
+def _shifted_colour(rng: np.random.Generator, colour: np.ndarray, shift: float) -> np.ndarray:
+    """A colour (RGB 0..1) at distance ``shift`` from ``colour`` in a random direction inside the cube."""
+    while True:
         direction = rng.normal(0.0, 1.0, 3)
-        moved = np.asarray(getattr(base, colour)) + shift * direction / np.linalg.norm(direction)
-        changes[colour] = tuple(np.clip(moved, 0.0, 1.0))
-    return _replace(base, pid=pid, **changes)
+        moved = colour + shift * direction / np.linalg.norm(direction)
+        if np.all((moved >= 0.0) & (moved <= 1.0)):
+            return moved
 
 
 def _replace(proto: Prototype, **changes) -> Prototype:
@@ -294,38 +317,48 @@ def _prototype_table(protos: list[Prototype]) -> dict[str, np.ndarray]:
 # rendering of the shape world
 
 
-def render(protos: list[Prototype], labels: np.ndarray, rng: np.random.Generator, size: int, variation: dict) -> np.ndarray:
-    """Random renderings of ``protos[labels[i]]``: N×size×size×3 uint8, in chunks of :data:`_CHUNK`."""
+def render(protos: list[Prototype], labels: np.ndarray, stream: np.random.SeedSequence, size: int,
+           variation: dict, threads: int = 1) -> np.ndarray:
+    """Random renderings of ``protos[labels[i]]``: N×size×size×3 uint8.
+
+    Images are rendered in chunks of :data:`_CHUNK`, chunk k from the k-th child of ``stream``, on
+    ``threads`` threads; the bytes do not depend on the number of threads.
+    """
     table = _prototype_table(protos)
+    starts = range(0, len(labels), _CHUNK)
+
+    def chunk(args: tuple[int, np.random.SeedSequence]) -> np.ndarray:
+        start, child = args
+        rows = {k: v[labels[start:start + _CHUNK]] for k, v in table.items()}
+        return _render_chunk(rows, table["fg"], np.random.default_rng(child), size, variation)
+
     out = np.empty((len(labels), size, size, 3), dtype=np.uint8)
-    for start in range(0, len(labels), _CHUNK):
-        chunk = labels[start:start + _CHUNK]
-        rows = {k: v[chunk] for k, v in table.items()}
-        out[start:start + _CHUNK] = _render_chunk(rows, table["fg"], rng, size, variation)
+    with ThreadPoolExecutor(max(1, threads)) as pool:
+        for start, images in zip(starts, pool.map(chunk, zip(starts, stream.spawn(len(starts))))):
+            out[start:start + _CHUNK] = images
     return out
 
 
 def _render_chunk(p: dict, palette: np.ndarray, rng: np.random.Generator, size: int, var: dict) -> np.ndarray:
     """One batch: background, clutter, the object, an occluder, then gain, blur and noise (uint8 out)."""
     n = len(p["shape"])
-    grid = _grid(size)
     jitter = lambda c: np.clip(c + rng.normal(0.0, var["colour_jitter"], c.shape), 0.0, 1.0).astype(np.float32)
-    img = _background(rng, p["texture"], jitter(p["bg"]), jitter(p["bg2"]), p["texture_freq"], p["texture_angle"], grid)
+    img = _background(rng, p["texture"], jitter(p["bg"]), jitter(p["bg2"]), p["texture_freq"], p["texture_angle"], size)
     for _ in range(var["distractors"]):
         on = np.flatnonzero(rng.random(n) < var["distractor_prob"])
         colour = jitter(palette[rng.integers(len(palette), size=len(on))])
         _paint_shapes(img, on, rng.integers(len(SHAPES), size=len(on)), rng.uniform(-0.85, 0.85, (len(on), 2)),
-                      rng.uniform(0.12, 0.25, len(on)), rng.uniform(0, np.pi, len(on)), colour, grid, size)
+                      rng.uniform(0.12, 0.25, len(on)), rng.uniform(0, np.pi, len(on)), colour)
     centre = rng.uniform(-var["position"], var["position"], (n, 2))
     radius = p["radius"] * rng.uniform(*var["scale"], n)
     angle = p["angle"] + np.deg2rad(var["rotation_deg"]) * rng.normal(0.0, 1.0, n)
     fill = (p["fill"], p["fill_freq"] * rng.uniform(0.85, 1.15, n), rng.uniform(0, 2 * np.pi, (n, 2)))
-    _paint_shapes(img, np.arange(n), p["shape"], centre, radius, angle, jitter(p["fg"]), grid, size, fill)
+    _paint_shapes(img, np.arange(n), p["shape"], centre, radius, angle, jitter(p["fg"]), fill)
     on = np.flatnonzero(rng.random(n) < var["occlusion_prob"])
     offset = radius[on, None] * rng.uniform(0.6, 1.1, (len(on), 1)) * _unit_vectors(rng, len(on))
     _paint_shapes(img, on, np.full(len(on), SHAPE_NAMES.index("bar")), centre[on] + offset,
                   radius[on] * rng.uniform(0.6, 0.9, len(on)), rng.uniform(0, np.pi, len(on)),
-                  rng.uniform(0, 1, (len(on), 3)), grid, size)
+                  rng.uniform(0, 1, (len(on), 3)))
     img *= rng.uniform(1 - var["brightness"], 1 + var["brightness"], (n, 1, 1, 1)).astype(np.float32)
     _blur(img, rng.choice(np.asarray(var["blur_sigmas_px"], dtype=float), n))
     img += rng.standard_normal(img.shape, dtype=np.float32) * rng.uniform(0, var["noise_std"], (n, 1, 1, 1)).astype(np.float32)
@@ -345,17 +378,18 @@ def _unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.stack([np.cos(phi), np.sin(phi)], axis=1)
 
 
-def _background(rng, texture, bg, bg2, freq, angle, grid) -> np.ndarray:
-    """N×S×S×3 float32 background: ``bg`` blended into ``bg2`` by each image's texture pattern."""
+def _background(rng, texture, bg, bg2, freq, angle, size) -> np.ndarray:
+    """N×S×S×3 float32 background: ``bg`` blended into ``bg2`` by each image's texture pattern
+    (flat: ``bg`` only)."""
     n = len(texture)
-    x, y = grid
+    x, y = _grid(size)
     a = (angle + rng.normal(0.0, 0.15, n)).astype(np.float32)[:, None, None]
     f = (np.pi * freq * rng.uniform(0.85, 1.15, n)).astype(np.float32)[:, None, None]
     phase = rng.uniform(0, 2 * np.pi, (2, n, 1, 1)).astype(np.float32)
     t = x * np.cos(a) + y * np.sin(a)
     s = y * np.cos(a) - x * np.sin(a)
     patterns = {
-        "flat": lambda i: np.zeros_like(t[i]),
+        "flat": lambda i: np.full_like(t[i], -1.0),
         "stripes": lambda i: np.sin(f[i] * t[i] + phase[0, i]),
         "checker": lambda i: np.clip(2 * np.sin(f[i] * t[i] + phase[0, i]) * np.sin(f[i] * s[i] + phase[1, i]), -1, 1),
         "gradient": lambda i: np.clip(t[i], -1, 1),
@@ -368,18 +402,24 @@ def _background(rng, texture, bg, bg2, freq, angle, grid) -> np.ndarray:
     return bg[:, None, None, :] + (bg2 - bg)[:, None, None, :] * mix
 
 
-def _paint_shapes(img, idx, shape, centre, radius, angle, colour, grid, size, fill=None) -> None:
-    """Composite one anti-aliased shape onto each image ``img[idx]`` in place.
+def _paint_shapes(img, idx, shape, centre, radius, angle, colour, fill=None) -> None:
+    """Composite one anti-aliased shape onto each image ``img[idx]`` (N×S×S×3 float32) in place.
 
-    ``centre`` (n×2), ``radius`` (n) in units of half the image side, ``angle`` in radians, ``colour``
-    n×3 RGB 0..1; ``fill`` = (fill kind, cycles per radius, n×2 phases) darkens a pattern inside.
+    ``centre`` (n×2, x then y), ``radius`` (n) in units of half the image side, ``angle`` in
+    radians, ``colour`` n×3 RGB 0..1; ``fill`` = (fill kind, cycles per radius, n×2 phases) darkens
+    a pattern inside.  Only a square window around each centre that holds the whole shape is
+    evaluated, so small shapes are cheap.
     """
     if len(idx) == 0:
         return
-    x, y = grid
+    size = img.shape[1]
+    half = size / 2
     r = np.asarray(radius, dtype=np.float32)[:, None, None]
-    dx = x - centre[:, 0, None, None].astype(np.float32)
-    dy = y - centre[:, 1, None, None].astype(np.float32)
+    width = min(size, 2 * int(np.ceil(float(r.max()) * half * _SHAPE_EXTENT + 1.5)))
+    corner = np.clip(np.rint((centre + 1) * half - width / 2).astype(int), 0, size - width)
+    cols, rows = (corner[:, axis, None] + np.arange(width) for axis in (0, 1))  # n×width pixel indices
+    dx = ((cols + 0.5) / half - 1 - centre[:, 0, None]).astype(np.float32)[:, None, :]
+    dy = ((rows + 0.5) / half - 1 - centre[:, 1, None]).astype(np.float32)[:, :, None]
     c = np.cos(angle).astype(np.float32)[:, None, None]
     s = np.sin(angle).astype(np.float32)[:, None, None]
     u, v = (c * dx + s * dy) / r, (c * dy - s * dx) / r
@@ -387,14 +427,15 @@ def _paint_shapes(img, idx, shape, centre, radius, angle, colour, grid, size, fi
     for k, sdf in enumerate(SHAPES.values()):
         sel = np.flatnonzero(shape == k)
         dist[sel] = sdf(u[sel], v[sel])
-    dist *= -r * np.float32(size / 2)  # signed distance in pixels, positive inside
+    dist *= -r * np.float32(half)  # signed distance in pixels, positive inside
     alpha = np.clip(dist + 0.5, 0.0, 1.0, out=dist)[..., None]
     paint = colour[:, None, None, :].astype(np.float32)
     if fill is not None:
-        paint = paint * (1 - 0.6 * _fill_pattern(*fill, u, v)[..., None])
-    target = img[idx]
+        paint = paint * (1 - 0.5 * _fill_pattern(*fill, u, v)[..., None])
+    window = (np.asarray(idx)[:, None, None], rows[:, :, None], cols[:, None, :])
+    target = img[window]
     target += alpha * (paint - target)
-    img[idx] = target
+    img[window] = target
 
 
 def _fill_pattern(kind: np.ndarray, freq: np.ndarray, phase: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -429,6 +470,8 @@ def digits_images(rng: np.random.Generator, n: int, size: int, mean: np.ndarray,
     random object/background colours, then a per-channel affine map to ``mean``/``std`` (0..255)."""
     from sklearn.datasets import load_digits
 
+    if n == 0:
+        return np.empty((0, size, size, 3), dtype=np.uint8)
     digits = load_digits().images.astype(np.float64) / 16.0  # 1797×8×8 in 0..1
     picks = rng.choice(len(digits), size=n, replace=n > len(digits))
     gray = np.empty((n, size, size), dtype=np.float32)
@@ -502,38 +545,41 @@ def noise_images(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
 # writing
 
 
-def generate_demo(out_dir: Path, seed: int, spec: dict | None = None) -> dict:
+def generate_demo(out_dir: Path, seed: int, spec: dict | None = None, threads: int | None = None) -> dict:
     """Write every demo dataset under ``out_dir`` in the ``npy`` layout and return a summary
-    ``{dataset: {"splits": {split: n_images}, "classes": n_classes}}`` (``classes`` 0 for sets
-    without labels)."""
+    ``{dataset: {"splits": {split: n_images}, "classes": n_classes}}`` (``classes`` 0 for the shifted
+    sets, whose labels are all -1).  ``threads`` (default: the CPUs available) only changes the speed."""
     spec = resolve_spec(spec)
     out_dir, size, var = Path(out_dir), spec["image_size"], spec["variation"]
+    threads = threads or _available_cpus()
     protos = demo_prototypes(seed, spec)
-    summary: dict = {}
-
-    def write(dataset: str, split: str, images: np.ndarray, labels: np.ndarray, classes: int) -> None:
-        _write_split(out_dir / dataset / split, images, labels)
-        summary.setdefault(dataset, {"splits": {}, "classes": classes})["splits"][split] = len(labels)
-
-    pixels = []
-    for name in ("demo10", "demo40", "pretrain"):
-        for split in ("train", "test") if name != "pretrain" else ("train",):
-            rng = _rng(seed, name, split)
-            labels = _balanced_labels(rng, spec[name][f"n_{split}"], len(protos[name]))
-            images = render(protos[name], labels, rng, size, var)
-            write(name, split, images, labels, len(protos[name]))
-            if split == "train" and name != "pretrain":
-                pixels.append(images)
-    ood = {
-        "near": lambda rng, n: render(protos["near"], _balanced_labels(rng, n, len(protos["near"])), rng, size, var),
-        "digits": lambda rng, n: digits_images(rng, n, size, *_channel_stats(pixels)),
+    source_images: list[np.ndarray] = []
+    makers = {
+        "digits": lambda rng, n: digits_images(rng, n, size, *_channel_stats(source_images)),
         "photos": lambda rng, n: photo_patches(rng, n, size),
         "noise": lambda rng, n: noise_images(rng, n, size),
     }
-    for name, make in ood.items():
-        n = spec[name]["n_ood"]
-        write(name, "test", make(_rng(seed, name, "test"), n), np.full(n, -1, dtype=np.int64), 0)
+    summary: dict = {}
+    for name, split in SPLITS:
+        n = spec[name]["n_ood" if name in SHIFTED else f"n_{split}"]
+        if name in protos:
+            labels = _balanced_labels(_rng(seed, name, split, "labels"), n, len(protos[name]))
+            images = render(protos[name], labels, _stream(seed, name, split, "images"), size, var, threads)
+        else:
+            images = makers[name](_rng(seed, name, split), n)
+        if name in SHIFTED:
+            labels = np.full(n, -1, dtype=np.int64)
+        elif name in SOURCES and split == "train":
+            source_images.append(images)
+        _write_split(out_dir / name / split, images, labels)
+        entry = summary.setdefault(name, {"splits": {}, "classes": 0 if name in SHIFTED else len(protos[name])})
+        entry["splits"][split] = n
     return summary
+
+
+def _available_cpus() -> int:
+    """CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _balanced_labels(rng: np.random.Generator, n: int, n_classes: int) -> np.ndarray:

@@ -1,0 +1,97 @@
+"""Snakemake end to end on the micro config, dry run of the paper grid, fail-fast on missing data, lint."""
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import REPO, venv_bin
+from csfbench.config import eval_datasets, iter_models, load_config
+from csfbench.features.store import validate_feature_file
+
+pytestmark = pytest.mark.workflow
+MICRO = REPO / "tests/config/micro.yaml"
+
+
+def snakemake(*args, workdir, timeout=900):
+    cmd = [venv_bin("snakemake"), "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def micro_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("micro")
+    t0 = time.time()
+    proc = snakemake("--cores", 2, "--configfile", MICRO, workdir=workdir)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    return workdir, time.time() - t0, proc
+
+
+def test_micro_config_runs_end_to_end_through_feature_extraction(micro_run):
+    workdir, seconds, _ = micro_run
+    config = load_config(MICRO)
+    expected = [workdir / f"results/features/{s}/{m}/{d}.h5" for s, m in iter_models(config)
+                for d in eval_datasets(config, s)]
+    assert len(expected) == 15
+    for path in expected:
+        attrs = validate_feature_file(path, expect={"model": path.parent.name, "dataset": path.stem})
+        assert attrs["git_commit"] and attrs["config_hash"]
+    for source, model in iter_models(config):
+        assert (workdir / f"results/models/{source}/{model}/checkpoint.pt").is_file()
+        assert (workdir / f"results/logs/train/{source}/{model}.log").read_text().count("epoch") >= 1
+        assert (workdir / f"results/benchmarks/train/{source}/{model}.tsv").is_file()
+    assert (workdir / "results/pretrained/vit_demo.safetensors").is_file()
+    assert not list(workdir.glob("results/**/.*.tmp-*"))  # no temporary leftovers
+    print(f"micro workflow: {seconds:.0f} s")
+
+
+def test_summary_lists_models_and_files(micro_run):
+    workdir, _, _ = micro_run
+    proc = subprocess.run([venv_bin("csfbench"), "summary", "--results", str(workdir / "results")],
+                          capture_output=True, text=True, check=True)
+    assert "3 models, 15 feature files" in proc.stdout
+    assert "vgg13_dg_do1_rew2.2_run1" in proc.stdout
+
+
+def test_rerun_has_nothing_to_do(micro_run):
+    workdir, _, _ = micro_run
+    proc = snakemake("-n", "--cores", 1, "--configfile", MICRO, workdir=workdir)
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
+    t0 = time.time()
+    proc = snakemake("-n", "--quiet", "rules", "--configfile", REPO / "config/paper.yaml", workdir=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    total = int(re.search(r"^total\s+(\d+)", out, re.M).group(1))
+    config = load_config(REPO / "config/paper.yaml")
+    n_models = len(list(iter_models(config)))
+    n_features = sum(len(eval_datasets(config, s)) for s, _ in iter_models(config))
+    assert total == 1 + len(config["datasets"]) + n_models + n_features  # all + index + train + extract
+    print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")
+
+
+def test_paper_run_without_data_fails_fast_with_the_dataset_message(tmp_path):
+    t0 = time.time()
+    proc = snakemake("--cores", 1, "--configfile", REPO / "config/paper.yaml", workdir=tmp_path, timeout=300)
+    elapsed = time.time() - t0
+    assert proc.returncode != 0
+    logs = "".join(p.read_text() for p in tmp_path.glob("results/logs/data/index_*.log"))
+    assert re.search(r"dataset '[a-z0-9-]+': ", logs), logs[-2000:]
+    assert "path tried: data/" in logs and "expected layout" in logs
+    assert elapsed < 120
+    assert not list(tmp_path.glob("results/data/index/*.json"))
+
+
+def test_invalid_config_fails_before_the_dag_with_key_path(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(MICRO.read_text().replace("n_classes: 10", "n_classes: ten", 1))
+    proc = snakemake("-n", "--configfile", bad, workdir=tmp_path)
+    assert proc.returncode != 0
+    assert "sources/demo10/n_classes" in proc.stderr and "'ten'" in proc.stderr
+
+
+def test_lint_is_clean(tmp_path):
+    proc = snakemake("--lint", "--configfile", MICRO, workdir=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
