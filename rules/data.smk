@@ -7,7 +7,6 @@ if "demo" in config:
         output:
             files=demo_files(),
         params:
-            root=config["data_root"],
             seed=config["demo"]["seed"],
             spec=config["demo"].get("spec", {}),
         log:

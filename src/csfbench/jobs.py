@@ -26,11 +26,18 @@ def write_json_atomic(obj: object, path: str | Path) -> None:
     os.replace(tmp, path)
 
 
-def demo_data(out_root: str | Path, seed: int, spec: dict) -> dict:
-    """Generate the embedded demo datasets under ``out_root`` (see :mod:`csfbench.data.demo`)."""
+def demo_data(out_files: list[str], seed: int, spec: dict) -> dict:
+    """Generate the embedded demo datasets (see :mod:`csfbench.data.demo`) as the declared ``out_files``.
+
+    The files are ``{root}/{dataset}/{split}/{images,labels}.npy``; the root is taken from them.
+    """
     from csfbench.data.demo import generate_demo
 
-    summary = generate_demo(Path(out_root), seed, spec)
+    root = Path(out_files[0]).parents[2]
+    summary = generate_demo(root, seed, spec)
+    missing = [f for f in out_files if not Path(f).is_file()]
+    if missing:
+        raise RuntimeError(f"demo generator did not write the declared outputs {missing}")
     log.info("demo data: %s", json.dumps(summary, sort_keys=True))
     return summary
 

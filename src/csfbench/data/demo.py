@@ -58,7 +58,7 @@ DEFAULT_SPEC: dict = {
         "position": 0.3,  # max offset of the object centre from the image centre
         "rotation_deg": 20.0,  # std of the rotation around the prototype's angle
         "colour_jitter": 0.085,  # std of the per-channel noise on object and background colours
-        "brightness": 0.25,  # max relative change of the image gain
+        "brightness": 0.15,  # max relative change of the image gain
         "distractors": 3,  # max number of clutter shapes
         "distractor_prob": 0.5,  # chance of each clutter shape
         "occlusion_prob": 0.3,  # chance of an occluding bar over the object
