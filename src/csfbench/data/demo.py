@@ -95,8 +95,9 @@ def resolve_spec(spec: dict | None) -> dict:
     for name in (*SHAPEWORLD, "pretrain"):
         if merged[name]["n_classes"] < 1:
             raise ConfigError(f"demo.spec.{name}.n_classes", "at least 1", merged[name]["n_classes"])
-    if not 0 < merged["variation"]["sibling_shift"] <= 0.5:
-        raise ConfigError("demo.spec.variation.sibling_shift", "a number in (0, 0.5]", merged["variation"]["sibling_shift"])
+    shift = merged["variation"]["sibling_shift"]
+    if not 0 < shift <= 0.5:
+        raise ConfigError("demo.spec.variation.sibling_shift", "a number in (0, 0.5]", shift)
     return merged
 
 
@@ -128,39 +129,48 @@ def _rng(seed: int, *keys: str) -> np.random.Generator:
 
 
 def _sdf_disc(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Unit disc."""
     return np.hypot(u, v) - 1.0
 
 
 def _sdf_ring(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Ring between radii 0.4 and 1."""
     return np.abs(np.hypot(u, v) - 0.7) - 0.3
 
 
 def _sdf_square(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Square of half-side 0.8."""
     return np.maximum(np.abs(u), np.abs(v)) - 0.8
 
 
 def _sdf_diamond(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Square standing on a corner, corners at distance 1."""
     return (np.abs(u) + np.abs(v) - 1.0) * np.float32(0.7071)
 
 
 def _sdf_triangle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Equilateral triangle with circumradius 1."""
     return np.maximum(np.abs(u) * np.float32(0.866) + v * 0.5, -v) - 0.5
 
 
 def _sdf_cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Plus sign with arms of half-width 0.3."""
     au, av = np.abs(u), np.abs(v)
     return np.minimum(np.maximum(au - 0.3, av - 0.95), np.maximum(av - 0.3, au - 0.95))
 
 
 def _sdf_star(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Five-pointed star (approximate distance)."""
     return np.hypot(u, v) - (0.65 + 0.3 * np.cos(5.0 * np.arctan2(v, u)))
 
 
 def _sdf_bar(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Bar of half-size 0.95 × 0.35."""
     return np.maximum(np.abs(u) - 0.95, np.abs(v) - 0.35)
 
 
 def _sdf_crescent(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Unit disc minus an offset disc."""
     return np.maximum(np.hypot(u, v) - 1.0, 0.85 - np.hypot(u - 0.45, v))
 
 
@@ -219,10 +229,11 @@ def demo_prototypes(seed: int, spec: dict | None = None) -> dict[str, list[Proto
     """The prototypes of demo10, demo40, near and pretrain; label k of a set is its k-th prototype."""
     spec = resolve_spec(spec)
     counts = [spec[name]["n_classes"] for name in SHAPEWORLD]
-    world = _draw_family(_rng(seed, "prototypes", "shapeworld"), sum(counts), 0, "shapeworld", set(), spec)
+    shift = spec["variation"]["sibling_shift"]
+    world = _draw_family(_rng(seed, "prototypes", "shapeworld"), sum(counts), 0, "shapeworld", set(), shift)
     pretrain = _draw_family(
         _rng(seed, "prototypes", "pretrain"), spec["pretrain"]["n_classes"], len(world), "pretrain",
-        {p.combo for p in world}, spec,
+        {p.combo for p in world}, shift,
     )
     bounds = np.cumsum([0, *counts])
     sets = {name: world[bounds[i]:bounds[i + 1]] for i, name in enumerate(SHAPEWORLD)}
@@ -230,9 +241,10 @@ def demo_prototypes(seed: int, spec: dict | None = None) -> dict[str, list[Proto
 
 
 def _draw_family(
-    rng: np.random.Generator, n: int, first_pid: int, family: str, excluded: set, spec: dict
+    rng: np.random.Generator, n: int, first_pid: int, family: str, excluded: set, shift: float
 ) -> list[Prototype]:
-    """``n`` prototypes in (base, sibling) pairs; base combos are distinct and none is in ``excluded``."""
+    """``n`` prototypes in (base, sibling) pairs (ids ``first_pid``...); the base combos are distinct
+    and none is in ``excluded``; ``shift`` is the colour distance of colour siblings."""
     combos = [
         (s, f, t) for s in range(len(SHAPES)) for f in range(len(FILLS)) for t in range(len(TEXTURES))
         if (s, f, t) not in excluded
@@ -248,7 +260,7 @@ def _draw_family(
         protos.append(base)
         if len(protos) < n:
             kind = SIBLING_KINDS[pair % len(SIBLING_KINDS)]
-            protos.append(_sibling(rng, base, first_pid + len(protos), kind, taken, spec["variation"]["sibling_shift"]))
+            protos.append(_sibling(rng, base, first_pid + len(protos), kind, taken, shift))
     return protos
 
 
@@ -273,7 +285,9 @@ def _contrasting_colours(rng: np.random.Generator, min_distance: float = 0.45) -
             return fg, bg
 
 
-def _sibling(rng: np.random.Generator, base: Prototype, pid: int, kind: str, taken: set, shift: float) -> Prototype:
+def _sibling(
+    rng: np.random.Generator, base: Prototype, pid: int, kind: str, taken: set, shift: float
+) -> Prototype:
     """A confusable copy of ``base`` that differs visibly in one attribute, by ``kind``: "shape" (its
     look-alike; the object colour instead if that combination is taken), "fg" or "bg" (the object or
     background colour moves by ``shift``), "texture" (frequency and angle; the background colour
@@ -288,8 +302,11 @@ def _sibling(rng: np.random.Generator, base: Prototype, pid: int, kind: str, tak
         return _replace(base, pid=pid, shape=shape)
     if kind == "texture":
         ratio = 1.6 if base.texture_freq < 2.5 else 1 / 1.6  # stays coarse enough to survive blur
-        return _replace(base, pid=pid, texture_freq=base.texture_freq * ratio, texture_angle=base.texture_angle + np.pi / 4)
-    return _replace(base, pid=pid, **{kind: tuple(_shifted_colour(rng, np.asarray(getattr(base, kind)), shift))})
+        return _replace(
+            base, pid=pid, texture_freq=base.texture_freq * ratio, texture_angle=base.texture_angle + np.pi / 4
+        )
+    moved = _shifted_colour(rng, np.asarray(getattr(base, kind)), shift)
+    return _replace(base, pid=pid, **{kind: tuple(moved)})
 
 
 def _shifted_colour(rng: np.random.Generator, colour: np.ndarray, shift: float) -> np.ndarray:
@@ -317,8 +334,10 @@ def _prototype_table(protos: list[Prototype]) -> dict[str, np.ndarray]:
 # rendering of the shape world
 
 
-def render(protos: list[Prototype], labels: np.ndarray, stream: np.random.SeedSequence, size: int,
-           variation: dict, threads: int = 1) -> np.ndarray:
+def render(
+    protos: list[Prototype], labels: np.ndarray, stream: np.random.SeedSequence, size: int, variation: dict,
+    threads: int = 1,
+) -> np.ndarray:
     """Random renderings of ``protos[labels[i]]``: N×size×size×3 uint8.
 
     Images are rendered in chunks of :data:`_CHUNK`, chunk k from the k-th child of ``stream``, on
@@ -341,19 +360,19 @@ def render(protos: list[Prototype], labels: np.ndarray, stream: np.random.SeedSe
 
 def _render_chunk(p: dict, palette: np.ndarray, rng: np.random.Generator, size: int, var: dict) -> np.ndarray:
     """One batch: background, clutter, the object, an occluder, then gain, blur and noise (uint8 out)."""
-    n = len(p["shape"])
-    jitter = lambda c: np.clip(c + rng.normal(0.0, var["colour_jitter"], c.shape), 0.0, 1.0).astype(np.float32)
-    img = _background(rng, p["texture"], jitter(p["bg"]), jitter(p["bg2"]), p["texture_freq"], p["texture_angle"], size)
+    n, sd = len(p["shape"]), var["colour_jitter"]
+    bg, bg2 = _jitter_colours(rng, p["bg"], sd), _jitter_colours(rng, p["bg2"], sd)
+    img = _background(rng, p["texture"], bg, bg2, p["texture_freq"], p["texture_angle"], size)
     for _ in range(var["distractors"]):
         on = np.flatnonzero(rng.random(n) < var["distractor_prob"])
-        colour = jitter(palette[rng.integers(len(palette), size=len(on))])
+        colour = _jitter_colours(rng, palette[rng.integers(len(palette), size=len(on))], sd)
         _paint_shapes(img, on, rng.integers(len(SHAPES), size=len(on)), rng.uniform(-0.85, 0.85, (len(on), 2)),
                       rng.uniform(0.12, 0.25, len(on)), rng.uniform(0, np.pi, len(on)), colour)
     centre = rng.uniform(-var["position"], var["position"], (n, 2))
     radius = p["radius"] * rng.uniform(*var["scale"], n)
     angle = p["angle"] + np.deg2rad(var["rotation_deg"]) * rng.normal(0.0, 1.0, n)
     fill = (p["fill"], p["fill_freq"] * rng.uniform(0.85, 1.15, n), rng.uniform(0, 2 * np.pi, (n, 2)))
-    _paint_shapes(img, np.arange(n), p["shape"], centre, radius, angle, jitter(p["fg"]), fill)
+    _paint_shapes(img, np.arange(n), p["shape"], centre, radius, angle, _jitter_colours(rng, p["fg"], sd), fill)
     on = np.flatnonzero(rng.random(n) < var["occlusion_prob"])
     offset = radius[on, None] * rng.uniform(0.6, 1.1, (len(on), 1)) * _unit_vectors(rng, len(on))
     _paint_shapes(img, on, np.full(len(on), SHAPE_NAMES.index("bar")), centre[on] + offset,
@@ -361,8 +380,14 @@ def _render_chunk(p: dict, palette: np.ndarray, rng: np.random.Generator, size: 
                   rng.uniform(0, 1, (len(on), 3)))
     img *= rng.uniform(1 - var["brightness"], 1 + var["brightness"], (n, 1, 1, 1)).astype(np.float32)
     _blur(img, rng.choice(np.asarray(var["blur_sigmas_px"], dtype=float), n))
-    img += rng.standard_normal(img.shape, dtype=np.float32) * rng.uniform(0, var["noise_std"], (n, 1, 1, 1)).astype(np.float32)
+    noise_std = rng.uniform(0, var["noise_std"], (n, 1, 1, 1)).astype(np.float32)
+    img += rng.standard_normal(img.shape, dtype=np.float32) * noise_std
     return _to_uint8(img)
+
+
+def _jitter_colours(rng: np.random.Generator, colours: np.ndarray, std: float) -> np.ndarray:
+    """n×3 RGB colours (0..1) plus independent Gaussian noise of ``std`` per channel, clipped, float32."""
+    return np.clip(colours + rng.normal(0.0, std, colours.shape), 0.0, 1.0).astype(np.float32)
 
 
 def _grid(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -391,7 +416,9 @@ def _background(rng, texture, bg, bg2, freq, angle, size) -> np.ndarray:
     patterns = {
         "flat": lambda i: np.full_like(t[i], -1.0),
         "stripes": lambda i: np.sin(f[i] * t[i] + phase[0, i]),
-        "checker": lambda i: np.clip(2 * np.sin(f[i] * t[i] + phase[0, i]) * np.sin(f[i] * s[i] + phase[1, i]), -1, 1),
+        "checker": lambda i: np.clip(
+            2 * np.sin(f[i] * t[i] + phase[0, i]) * np.sin(f[i] * s[i] + phase[1, i]), -1.0, 1.0
+        ),
         "gradient": lambda i: np.clip(t[i], -1, 1),
     }
     w = np.empty_like(t)
@@ -438,7 +465,9 @@ def _paint_shapes(img, idx, shape, centre, radius, angle, colour, fill=None) -> 
     img[window] = target
 
 
-def _fill_pattern(kind: np.ndarray, freq: np.ndarray, phase: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _fill_pattern(
+    kind: np.ndarray, freq: np.ndarray, phase: np.ndarray, u: np.ndarray, v: np.ndarray
+) -> np.ndarray:
     """Pattern strength 0..1 inside objects: 0 for solid, sinusoidal stripes or dots otherwise."""
     f = (2 * np.pi * freq).astype(np.float32)[:, None, None]
     ph = phase.astype(np.float32)[:, :, None, None]
@@ -468,15 +497,16 @@ def _to_uint8(img: np.ndarray) -> np.ndarray:
 def digits_images(rng: np.random.Generator, n: int, size: int, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
     """sklearn digits as N×size×size×3 uint8: cubic upsampling with a small random affine jitter,
     random object/background colours, then a per-channel affine map to ``mean``/``std`` (0..255)."""
-    from sklearn.datasets import load_digits
-
     if n == 0:
         return np.empty((0, size, size, 3), dtype=np.uint8)
+    from sklearn.datasets import load_digits
+
     digits = load_digits().images.astype(np.float64) / 16.0  # 1797×8×8 in 0..1
     picks = rng.choice(len(digits), size=n, replace=n > len(digits))
     gray = np.empty((n, size, size), dtype=np.float32)
     for i, pick in enumerate(picks):
-        gray[i] = _affine_resample(digits[pick], size, rng.uniform(0.9, 1.1), rng.normal(0, 0.15), rng.uniform(-0.6, 0.6, 2))
+        scale, angle, shift = rng.uniform(0.9, 1.1), rng.normal(0, 0.15), rng.uniform(-0.6, 0.6, 2)
+        gray[i] = _affine_resample(digits[pick], size, scale, angle, shift)
     fg, bg = rng.uniform(0, 1, (2, n, 1, 1, 3)).astype(np.float32)
     img = bg + (fg - bg) * np.clip(gray, 0, 1)[..., None]
     flat = img.reshape(-1, 3)
@@ -523,7 +553,8 @@ def photo_patches(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
         short = min(photo.size)
         side = float(np.exp(rng.uniform(np.log(size / 2), np.log(short))))
         left, top = rng.uniform(0, photo.size[0] - side), rng.uniform(0, photo.size[1] - side)
-        patch = np.asarray(photo.resize((size, size), Image.Resampling.BILINEAR, box=(left, top, left + side, top + side)))
+        box = (left, top, left + side, top + side)
+        patch = np.asarray(photo.resize((size, size), Image.Resampling.BILINEAR, box=box))
         out[i] = patch[:, ::-1] if rng.random() < 0.5 else patch
     return out
 
@@ -535,7 +566,7 @@ def noise_images(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
     img = rng.standard_normal((n, size, size, 3), dtype=np.float32)
     _blur(img, np.where(kind == 2, rng.choice([1.0, 2.0, 3.0, 4.0], n), 0.0))
     img /= img.std(axis=(1, 2, 3), keepdims=True)
-    img = img * rng.uniform(0.1, 0.3, (n, 1, 1, 1)).astype(np.float32) + rng.uniform(0.3, 0.7, (n, 1, 1, 1)).astype(np.float32)
+    img = img * rng.uniform(0.1, 0.3, (n, 1, 1, 1)) + rng.uniform(0.3, 0.7, (n, 1, 1, 1))
     uniform = np.flatnonzero(kind == 0)
     img[uniform] = rng.uniform(0.0, 1.0, (len(uniform), size, size, 3))
     return _to_uint8(img)
@@ -587,11 +618,12 @@ def _balanced_labels(rng: np.random.Generator, n: int, n_classes: int) -> np.nda
     return rng.permutation(np.arange(n, dtype=np.int64) % n_classes)
 
 
-def _channel_stats(pixels: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel mean and std (0..255) of uint8 images (N×S×S×3 each), from exact histograms;
-    mid-grey with std 64 if there are no pixels."""
-    hist = sum((np.stack([np.bincount(p[..., c].ravel(), minlength=256) for c in range(3)]) for p in pixels),
-               np.zeros((3, 256), dtype=np.int64))
+def _channel_stats(image_sets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and std (0..255) over uint8 image arrays (N×S×S×3 each), from exact
+    histograms; mid-grey with std 64 if there are no pixels."""
+    hist = np.zeros((3, 256), dtype=np.int64)
+    for images in image_sets:
+        hist += np.stack([np.bincount(images[..., c].ravel(), minlength=256) for c in range(3)])
     if hist.sum() == 0:
         return np.full(3, 127.5), np.full(3, 64.0)
     values = np.arange(256.0)
