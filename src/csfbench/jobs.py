@@ -26,7 +26,7 @@ def write_json_atomic(obj: object, path: str | Path) -> None:
     os.replace(tmp, path)
 
 
-def demo_data(out_files: list[str], seed: int, spec: dict) -> dict:
+def demo_data(out_files: list[str], seed: int, spec: dict, threads: int = 1) -> dict:
     """Generate the embedded demo datasets (see :mod:`csfbench.data.demo`) as the declared ``out_files``.
 
     The files are ``{root}/{dataset}/{split}/{images,labels}.npy``; the root is taken from them.
@@ -34,7 +34,7 @@ def demo_data(out_files: list[str], seed: int, spec: dict) -> dict:
     from csfbench.data.demo import generate_demo
 
     root = Path(out_files[0]).parents[2]
-    summary = generate_demo(root, seed, spec)
+    summary = generate_demo(root, seed, spec, threads=threads)
     missing = [f for f in out_files if not Path(f).is_file()]
     if missing:
         raise RuntimeError(f"demo generator did not write the declared outputs {missing}")
