@@ -88,8 +88,9 @@ def test_invalid_config_fails_before_the_dag_with_key_path(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(MICRO.read_text().replace("n_classes: 10", "n_classes: ten", 1))
     proc = snakemake("-n", "--configfile", bad, workdir=tmp_path)
+    out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "sources/demo10/n_classes" in proc.stderr and "'ten'" in proc.stderr
+    assert "sources/demo10/n_classes" in out and "'ten'" in out, out[-2000:]
 
 
 def test_lint_is_clean(tmp_path):
