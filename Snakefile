@@ -16,10 +16,12 @@ include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/features.smk"
+include: "rules/csf.smk"
 
 
 rule all:
     default_target: True
     input:
         features=all_feature_files(),
+        metrics=all_metric_files(),
     localrule: True

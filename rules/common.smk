@@ -16,6 +16,7 @@ wildcard_constraints:
     model=MODEL_PATTERN,
     dataset="|".join(DATASET_NAMES),
     name="|".join(config["datasets"]),
+    projection="|".join(config["csf"]["groups"]),
 
 
 def res(rule_name, key, default=None):
@@ -69,6 +70,31 @@ def extract_inputs(wildcards):
         "checkpoint": f"results/models/{wildcards.source}/{wildcards.model}/checkpoint.pt",
         "index": index_file(name),
     }
+
+
+def scored_datasets(source):
+    """Evaluation sets that are scored: every set but the training split."""
+    return [d for d in cfg.eval_datasets(config, source) if d != "train"]
+
+
+def score_inputs(wildcards):
+    base = f"results/{{kind}}/{wildcards.source}/{wildcards.model}"
+    inputs = {
+        "fit": f"{base.format(kind='csf')}/{wildcards.projection}/fit.h5",
+        "features": f"{base.format(kind='features')}/{wildcards.dataset}.h5",
+    }
+    if wildcards.dataset not in ("val", "test"):
+        inputs["id_scores"] = f"{base.format(kind='scores')}/{wildcards.projection}/test.h5"
+    return inputs
+
+
+def all_metric_files():
+    return [
+        f"results/metrics/{source}/{model}/{projection}/{dataset}.parquet"
+        for source, model in cfg.iter_models(config)
+        for projection in config["csf"]["groups"]
+        for dataset in scored_datasets(source)
+    ]
 
 
 def all_feature_files():

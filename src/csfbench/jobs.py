@@ -133,3 +133,77 @@ def extract(spec: dict, eval_set: dict, checkpoint: str | Path, out_h5: str | Pa
     model = load_checkpoint(spec, checkpoint, device)
     extract_features(model, spec, images, out_h5, name, split, eval_set["shift_type"], batch_size, device,
                      compression=compression, num_workers=num_workers, with_head=(name == "train"))
+
+
+def _csf_context(spec: dict, head: tuple[np.ndarray, np.ndarray], quirks: str):
+    from csfbench.csf.registry import ModelContext
+
+    c = int(spec["n_classes"])
+    weight, bias = (np.asarray(a, dtype=np.float64) for a in head)
+    return ModelContext(c, spec["backbone"], spec["paradigm"], weight[:c], bias[:c], weight, bias, quirks)
+
+
+def _modes(spec: dict) -> tuple[str, ...]:
+    return ("det", "mcd") if int(spec["mcd_samples"]) > 0 else ("det",)
+
+
+def fit_csf(spec: dict, csf_cfg: dict, group: str, train_h5: str | Path, val_h5: str | Path,
+            out_h5: str | Path) -> None:
+    """Fit every CSF variant of one (model, projection fit group) on train + val into ``fit.h5``."""
+    import h5py
+
+    from csfbench.config import spec_hash
+    from csfbench.csf.engine import TuningSettings, fit_mode
+    from csfbench.csf.inputs import load_split
+    from csfbench.csf.store import write_fit
+    from csfbench.provenance import git_commit, package_version, utc_now
+
+    expect = {"model": spec["model"], "source": spec["source"]}
+    with h5py.File(train_h5, "r", locking=False) as fh:
+        if "head/weight" not in fh:
+            raise ValueError(f"{train_h5}: the train feature file has no 'head/weight'")
+        head = (fh["head/weight"][()], fh["head/bias"][()])
+    quirks = csf_cfg.get("quirks", "strict")
+    tuning = TuningSettings.from_config(csf_cfg)
+    modes = {}
+    for mode in _modes(spec):
+        ctx = _csf_context(spec, head, quirks)
+        modes[mode] = fit_mode(group, load_split(train_h5, mode, expect), load_split(val_h5, mode, expect), ctx,
+                               tuning)
+    attrs = {"source": spec["source"], "model": spec["model"], "group": group, "quirks": quirks,
+             "csf_config": json.dumps(csf_cfg, sort_keys=True), "config_hash": spec_hash(spec),
+             "package_version": package_version(), "git_commit": git_commit(), "created": utc_now()}
+    write_fit(out_h5, modes, head, attrs)
+    log.info("%s/%s: wrote %s (%d variants)", spec["model"], group, out_h5,
+             sum(len(m.csfs) for m in modes.values()))
+
+
+def score_and_evaluate(spec: dict, eval_set: dict, fit_h5: str | Path, features_h5: str | Path,
+                       out_scores: str | Path, out_metrics: str | Path, id_scores_h5: str | Path | None = None) -> None:
+    """Score one evaluation set with a fitted group and write its scores file and metric rows."""
+    from csfbench.atomic import atomic_path
+    from csfbench.csf.engine import score_mode
+    from csfbench.csf.inputs import load_split
+    from csfbench.csf.store import read_fit, read_scores, write_scores
+    from csfbench.evaluation import metric_rows
+
+    fitted, head, fit_attrs = read_fit(fit_h5)
+    if fit_attrs["model"] != spec["model"]:
+        raise ValueError(f"{fit_h5}: fit of model {fit_attrs['model']!r}, expected {spec['model']!r}")
+    expect = {"model": spec["model"], "source": spec["source"], "dataset": eval_set["name"]}
+    ctx = _csf_context(spec, head, str(fit_attrs["quirks"]))
+    splits, scores = {}, {}
+    for mode, fm in fitted.items():
+        splits[mode] = load_split(features_h5, mode, expect)
+        if len(splits[mode]) == 0:
+            raise ValueError(f"{features_h5}: empty evaluation set {eval_set['name']!r}")
+        scores[mode] = score_mode(splits[mode], fm, ctx)
+    attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
+    attrs.update(dataset=eval_set["name"], shift_type=eval_set["shift_type"], regime=eval_set["regime"])
+    write_scores(out_scores, scores, splits, attrs)
+    own, _ = read_scores(out_scores)
+    reference = read_scores(id_scores_h5)[0] if id_scores_h5 else None
+    rows = metric_rows(spec, eval_set, own, reference)
+    with atomic_path(out_metrics) as tmp:
+        rows.to_parquet(tmp, index=False)
+    log.info("%s/%s/%s: %d metric rows", spec["model"], fit_attrs["group"], eval_set["name"], len(rows))

@@ -1,0 +1,129 @@
+"""Class-statistics and feature-distance scores: Maha, CTM, CTMmean(OC) (spec 000 §2 rows 10-13).
+
+Shapes: ``features`` N×D penultimate features (float32 or float64; computed in float64),
+``labels`` N integer class indices in [0, C), class means C×D, precision D×D.  Scores are float64
+(N,) confidences, higher = more in-distribution (spec §2.3: Maha is the negated squared distance,
+spec §9 item 7).  Work on N rows against many columns runs in row blocks (:func:`row_blocks`), so
+temporaries stay bounded for N ~ 1e5.
+
+The helpers :func:`row_blocks`, :func:`unit_rows` and :func:`check_labels` are shared with the NNGuide
+and pNML kernels.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+#: at most this many rows per block ...
+MAX_BLOCK_ROWS = 4096
+#: ... and at most this many float64 entries in a block's widest temporary (128 MiB)
+MAX_BLOCK_ENTRIES = 1 << 24
+
+
+def row_blocks(n_rows: int, row_width: int = 1) -> Iterator[slice]:
+    """Consecutive slices covering ``range(n_rows)``, sized so that a block's ``rows × row_width``
+    temporary stays within :data:`MAX_BLOCK_ENTRIES` (at least one row per block)."""
+    size = max(1, min(MAX_BLOCK_ROWS, MAX_BLOCK_ENTRIES // max(row_width, 1)))
+    for start in range(0, n_rows, size):
+        yield slice(start, min(start + size, n_rows))
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` divided by their L2 norm (float64); an all-zero row stays zero."""
+    x = np.asarray(x, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, np.finfo(np.float64).tiny)
+
+
+def check_labels(labels: np.ndarray, n_rows: int, n_classes: int) -> np.ndarray:
+    """``labels`` as an array of ``n_rows`` integers in [0, n_classes) (ValueError otherwise)."""
+    labels = np.asarray(labels)
+    if labels.shape != (n_rows,) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be {n_rows} integers, got shape {labels.shape} dtype {labels.dtype}")
+    if n_rows and (labels.min() < 0 or labels.max() >= n_classes):
+        raise ValueError(f"labels must lie in [0, {n_classes}), found [{labels.min()}, {labels.max()}]")
+    return labels
+
+
+def class_means(features: np.ndarray, labels: np.ndarray, n_classes: int,
+                mask: np.ndarray | None = None) -> np.ndarray:
+    """Per-class feature means μ_k, C×D (spec §2 "Common fitted statistics").
+
+    With a boolean ``mask`` (N,) — e.g. the correctly classified samples for CTMmeanOC — each class
+    mean uses only its masked samples, falling back to all samples of the class when none is masked.
+    Raises ValueError naming the class when a class has no sample at all.
+    """
+    features = np.asarray(features, dtype=np.float64)
+    labels = check_labels(labels, len(features), n_classes)
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != labels.shape:
+            raise ValueError(f"mask must have shape {labels.shape}, got {mask.shape}")
+    means = np.empty((n_classes, features.shape[1]))
+    for k in range(n_classes):
+        members = labels == k
+        if not members.any():
+            raise ValueError(f"class {k} has no sample: cannot compute its mean")
+        if mask is not None and (members & mask).any():
+            members &= mask
+        means[k] = features[members].mean(axis=0)
+    return means
+
+
+def maha_fit(features: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[str, np.ndarray]:
+    """Class means and the pseudo-inverse of the tied class-conditional covariance (spec row 10).
+
+    ``Σ = 1/(N-1) sum_k sum_{i: y_i = k} (h_i - μ_k)(h_i - μ_k)^T``;
+    ``precision = pinv(Σ, hermitian=True, rtol=1e-6)``, replaced by the zero matrix when Σ or its
+    pseudo-inverse has a NaN/Inf entry.  Returns ``{"means": C×D, "precision": D×D}``.
+    """
+    features = np.asarray(features, dtype=np.float64)
+    means = class_means(features, labels, n_classes)
+    labels = np.asarray(labels)
+    n_rows, dim = features.shape
+    scatter = np.zeros((dim, dim))
+    for block in row_blocks(n_rows, dim):
+        centred = features[block] - means[labels[block]]
+        scatter += centred.T @ centred
+    covariance = scatter / (n_rows - 1)
+    precision = np.zeros((dim, dim))
+    if np.isfinite(covariance).all():
+        with np.errstate(over="ignore", invalid="ignore"):  # a non-finite result is replaced below
+            candidate = np.linalg.pinv(covariance, hermitian=True, rtol=1e-6)
+        if np.isfinite(candidate).all():
+            precision = candidate
+    return {"means": means, "precision": precision}
+
+
+def maha_score(features: np.ndarray, means: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """Maha confidence ``max_k -(h - μ_k)^T Σ^+ (h - μ_k)``, shape (N,), <= 0 (squared feature units).
+
+    Evaluated as ``-(h^T P h) + max_k (2 h^T P μ_k - μ_k^T P μ_k)`` with P = ``precision`` (D×D,
+    symmetric), in row blocks.
+    """
+    features = np.asarray(features, dtype=np.float64)
+    means = np.asarray(means, dtype=np.float64)
+    precision = np.asarray(precision, dtype=np.float64)
+    means_p = means @ precision
+    means_quad = np.sum(means_p * means, axis=1)
+    scores = np.empty(len(features))
+    for block in row_blocks(len(features), max(features.shape[1], len(means))):
+        h = features[block]
+        h_quad = np.sum((h @ precision) * h, axis=1)
+        scores[block] = np.max(2.0 * (h @ means_p.T) - means_quad, axis=1) - h_quad
+    return scores
+
+
+def max_cosine(features: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """Maximum cosine similarity ``max_k cos(d_k, h)``, shape (N,), in [-1, 1] (spec rows 11-13).
+
+    ``directions`` K×D: the head weights W for CTM, class means μ_k (raw, not centred) for CTMmean,
+    correct-only means μ_k^OC for CTMmeanOC.  A zero feature or direction has cosine 0.
+    """
+    features = np.asarray(features, dtype=np.float64)
+    unit_directions = unit_rows(directions)
+    scores = np.empty(len(features))
+    for block in row_blocks(len(features), max(features.shape[1], len(unit_directions))):
+        scores[block] = np.max(unit_rows(features[block]) @ unit_directions.T, axis=1)
+    return scores

@@ -1,0 +1,218 @@
+"""Fit every CSF variant of one (model, fit group) on training + validation, and score any split.
+
+Flow per input mode (``det``; plus ``mcd`` for dropout models, spec 000 §1.6):
+
+1. temperature of the unprojected logits on validation (V1) — also the KPCA landmark temperature;
+2. the fit group's projection (global / class PCA) with its variance v tuned on validation (§3.1);
+3. the views of every variant for train and val, each with its own temperature (V1);
+4. per (CSF, variant): hyper-parameters (fixed in the config, or tuned on validation −AUGRC, V2)
+   and the fitted state on the training view;
+5. in ``mcd`` mode and the ``none`` group, the expected scores (MCD-E*) and mutual information.
+
+Only the ``train`` and ``val`` splits ever reach this module's fitting code (``fit_group`` checks
+the split names), so no OOD data can influence a fit or a tuned value.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from csfbench.csf import logit_scores as ls
+from csfbench.csf.inputs import SplitData
+from csfbench.csf.projection import GROUP_VARIANTS, ClassSubspaces, Pca, class_fit_data, class_views, project, \
+    rec_confidence
+from csfbench.csf.registry import BY_NAME, EXPECTED, Csf, ModelContext, bounds, variants_for
+from csfbench.csf.temperature import fit_temperature
+from csfbench.csf.tuning import tune
+from csfbench.csf.views import View, build_views, softmax, variant_logits
+from csfbench.csf.distance_scores import class_means
+from csfbench.metrics import augrc
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TuningSettings:
+    """Search budget and fixed values from the config's ``csf`` section."""
+
+    init_points: int = 20
+    n_iter: int = 80
+    seed: int = 1
+    fixed: dict = field(default_factory=dict)          # {CSF name or "projection": {param: value}}
+    search_space: dict = field(default_factory=dict)   # {CSF name or "projection": {param: [low, high]}}
+
+    @classmethod
+    def from_config(cls, csf_cfg: dict) -> "TuningSettings":
+        t = csf_cfg.get("tuning", {})
+        return cls(int(t.get("init_points", 20)), int(t.get("n_iter", 80)), int(t.get("seed", 1)),
+                   csf_cfg.get("fixed", {}), csf_cfg.get("search_space", {}))
+
+
+@dataclass
+class FittedCsf:
+    """Tuned hyper-parameters, fitted state (arrays), the tuning trace, and a shared-state link."""
+
+    params: dict
+    state: dict | None
+    probed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    objectives: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    shares: str | None = None
+    undefined: str = ""  # why the CSF could not be fitted for this model (then it is not scored)
+
+
+@dataclass
+class FittedMode:
+    """Everything needed to score a split in one input mode."""
+
+    projection: dict
+    temperatures: dict[str, float]
+    csfs: dict[tuple[str, str], FittedCsf]
+    base_temperature: float
+
+
+def _residual(split: SplitData) -> np.ndarray:
+    return (~split.correct).astype(np.float64)
+
+
+def _objective(conf: np.ndarray, split: SplitData) -> float:
+    return -augrc(conf, _residual(split))
+
+
+def _check_fit_inputs(train: SplitData, val: SplitData) -> None:
+    if (train.dataset, val.dataset) != ("train", "val"):
+        raise ValueError(f"CSFs are fitted on the ID train and val splits only, got {train.dataset!r}, {val.dataset!r}")
+    for split in (train, val):
+        if len(split) == 0:
+            raise ValueError(f"CSF fit: the {split.dataset} split is empty")
+        if (split.labels < 0).any():
+            raise ValueError(f"CSF fit: the {split.dataset} split has unlabelled samples")
+
+
+def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings) -> dict:
+    """The fitted projection state of ``group`` with its variance v tuned on val (spec §3.1)."""
+    if group == "none":
+        return {"group": "none"}
+    space = {"variance": (*tuning.search_space.get("projection", {}).get("variance", (0.85, 0.99)), "float")}
+    fixed = tuning.fixed.get("projection", {})
+    if group == "global":
+        fit_rows = train.correct if train.correct.any() else np.ones(len(train), bool)
+        pca = Pca.fit(train.features[fit_rows])
+
+        def state(v):
+            return {"group": "global", "variance": v, "mean": pca.mean, "basis": pca.basis(v)}
+
+        def val_conf(st):
+            return rec_confidence(val.features, project(val.features, st["mean"], st["basis"]))
+    else:
+        pcas = [Pca.fit(train.features[rows])
+                for rows in class_fit_data(train.features, train.labels, train.correct, ctx.n_classes)]
+        raw_means = class_means(train.features, train.labels, ctx.n_classes)
+
+        def state(v):
+            subspaces = ClassSubspaces.from_pcas(pcas, v)
+            return {"group": "class", "variance": v, "subspaces": subspaces,
+                    "mean_targets": subspaces.mean_targets(raw_means)}
+
+        def val_conf(st):
+            return class_views(val.features, val.pred, st["subspaces"], ctx.weight, ctx.bias).rec.max(1)
+
+    if "variance" in fixed:
+        return state(float(fixed["variance"]))
+    best, _, _ = tune(lambda p: _objective(val_conf(state(p["variance"])), val), space, tuning.init_points,
+                      tuning.n_iter, tuning.seed, label=f"{group} projection")
+    return state(best["variance"])
+
+
+def fit_temperatures(val: SplitData, projection: dict, ctx: ModelContext) -> dict[str, float]:
+    """One temperature per logit source of the group (spec §1.7 V1), on validation."""
+    parts = variant_logits(val, projection, ctx.weight, ctx.bias)
+    parts.pop("_class_logits", None)
+    return {variant: fit_temperature(logits, val.labels) for variant, (_, logits, _) in parts.items()}
+
+
+def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, tuning: TuningSettings) -> FittedCsf:
+    space = bounds(csf, ctx, tuning.search_space.get(csf.name))
+
+    def run(params):
+        state = csf.fit(train, ctx, params) if csf.fit else None
+        return state, csf.score(state, val, ctx, params)
+
+    fixed = tuning.fixed.get(csf.name, {})
+    if not space or set(space) <= set(fixed):
+        params = {k: fixed[k] for k in space}
+        return FittedCsf(params, run(params)[0])
+    label = f"{csf.name} [{variant}]"
+    params, probed, objectives = tune(lambda p: _objective(run(p)[1], val.split), space, tuning.init_points,
+                                      tuning.n_iter, tuning.seed, label)
+    return FittedCsf(params, run(params)[0], probed, objectives)
+
+
+def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings) -> FittedMode:
+    """Fit the projection, temperatures and every (CSF, variant) of ``group`` in one input mode."""
+    _check_fit_inputs(train, val)
+    ctx.base_temperature = fit_temperature(val.logits, val.labels)
+    t0 = time.perf_counter()
+    projection = fit_projection(group, train, val, ctx, tuning)
+    temperatures = fit_temperatures(val, projection, ctx)
+    views_train = build_views(train, projection, ctx.weight, ctx.bias, temperatures)
+    views_val = build_views(val, projection, ctx.weight, ctx.bias, temperatures)
+    log.info("%s/%s: projection and temperatures %s in %.1fs", group, train.mode,
+             {k: round(v, 4) for k, v in temperatures.items()}, time.perf_counter() - t0)
+    fitted: dict[tuple[str, str], FittedCsf] = {}
+    for csf, variant in variants_for(ctx.backbone, GROUP_VARIANTS[group]):
+        t0 = time.perf_counter()
+        owner = csf.shares.get(variant)
+        if owner is not None:
+            base = fitted[(csf.name, owner)]
+            fitted[(csf.name, variant)] = FittedCsf(base.params, None, shares=owner, undefined=base.undefined)
+            continue
+        try:
+            fitted[(csf.name, variant)] = _fit_one(csf, variant, views_train[variant], views_val[variant], ctx, tuning)
+        except ValueError as err:
+            # a CSF that is mathematically undefined for these features (e.g. ViM without any
+            # residual subspace) is recorded with its reason and not scored; the others go on
+            log.warning("%s/%s: %s [%s] is undefined for this model: %s", group, train.mode, csf.name, variant, err)
+            fitted[(csf.name, variant)] = FittedCsf({}, None, undefined=str(err))
+            continue
+        log.info("%s/%s: fitted %s [%s] in %.2fs", group, train.mode, csf.name, variant, time.perf_counter() - t0)
+    return FittedMode(projection, temperatures, fitted, ctx.base_temperature)
+
+
+def score_mode(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[tuple[str, str], np.ndarray]:
+    """Confidence of every (CSF, variant) of a fitted mode on ``split`` (higher = more confident).
+
+    In ``mcd`` mode with the ``none`` group this adds the expected variants ("E" + name: the mean
+    of the per-pass scores, hyper-parameters of the MCD-X variant) and "MI" (−mutual information).
+    """
+    ctx.base_temperature = fitted.base_temperature
+    views = build_views(split, fitted.projection, ctx.weight, ctx.bias, fitted.temperatures)
+    scores = {}
+    for (name, variant), item in fitted.csfs.items():
+        if item.undefined:
+            continue
+        csf = BY_NAME[name]
+        state = fitted.csfs[(name, item.shares)].state if item.shares else item.state
+        conf = np.asarray(csf.score(state, views[variant], ctx, item.params), dtype=np.float64)
+        bad = int((~np.isfinite(conf)).sum())
+        if bad:
+            raise ValueError(f"{split.dataset}: CSF {name} [{variant}] produced {bad} non-finite confidences")
+        scores[(name, variant)] = conf
+    if split.pass_logits is not None and "none" in views:
+        scores.update(expected_scores(split, fitted, ctx))
+    return scores
+
+
+def expected_scores(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[tuple[str, str], np.ndarray]:
+    """MCD-E variants: per-pass logit/softmax scores averaged over passes, and −MI (spec §1.6)."""
+    t = fitted.temperatures["none"]
+    out = {}
+    for name in EXPECTED:
+        csf, params = BY_NAME[name], fitted.csfs[(name, "none")].params
+        per_pass = [csf.score(None, View("pass", split, None, split.pass_logits[:, p], t), ctx, params)
+                    for p in range(split.pass_logits.shape[1])]
+        out[(f"E{name}", "none")] = np.mean(per_pass, axis=0)
+    out[("MI", "none")] = ls.mutual_information(softmax(split.pass_logits, t))
+    return out

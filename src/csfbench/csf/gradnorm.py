@@ -1,0 +1,23 @@
+"""GradNorm in closed form (spec 000 §2 row 9; §9 item 31).
+
+For a linear head ``z = W h + b`` and the loss ``L = sum_k -log softmax(z / T)_k`` the gradient
+with respect to the weights is ``dL/dW = (1/T) (C p - 1) h^T`` with ``p = softmax(z / T)``, so its
+entrywise L1 norm factorises into ``(1/T) ||h||_1 sum_j |C p_j - 1|``.  The bias gradient is not
+included.  Larger = more peaked prediction = more in-distribution, so the score is returned as is
+(spec §2.3).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def gradnorm(features: np.ndarray, probs: np.ndarray, temperature: float) -> np.ndarray:
+    """GradNorm confidence, shape (N,), >= 0.
+
+    ``features`` N×D penultimate features h; ``probs`` N×C, which must be ``softmax(z / T)`` for the
+    same ``temperature`` T.  Returns ``(1/T) ||h||_1 sum_j |C p_j - 1|``.
+    """
+    features = np.asarray(features, dtype=np.float64)
+    probs = np.asarray(probs, dtype=np.float64)
+    n_classes = probs.shape[1]
+    return np.abs(features).sum(axis=1) * np.abs(n_classes * probs - 1.0).sum(axis=1) / temperature

@@ -1,0 +1,73 @@
+"""One split's model outputs as the CSF engine consumes them, in deterministic or MC-dropout mode.
+
+Shapes: N samples, C classes, D feature dimensions, T dropout passes.  Logits are restricted to the
+C class outputs (Deep Gamblers' abstention output is kept separately in ``logits_full``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from csfbench.errors import FeatureFileError
+from csfbench.features.store import read_features, validate_feature_file
+
+MODES = ("det", "mcd")
+
+
+@dataclass
+class SplitData:
+    """Model outputs on one evaluation set.
+
+    ``pred`` is the model's prediction: argmax of the logits (``det``) or of the mean softmax over
+    the dropout passes (``mcd``, spec 000 §1.6); ``correct`` compares it with ``labels`` (False for
+    unlabelled samples, label −1).  ``confidence`` is the paradigm head's output (mean over passes
+    in ``mcd``) or None.  ``pass_logits`` (N×T×C) exists in ``mcd`` mode only.
+    """
+
+    dataset: str
+    mode: str
+    features: np.ndarray
+    logits: np.ndarray
+    logits_full: np.ndarray
+    labels: np.ndarray
+    pred: np.ndarray
+    confidence: np.ndarray | None
+    pass_logits: np.ndarray | None = None
+
+    @property
+    def correct(self) -> np.ndarray:
+        return (self.pred == self.labels) & (self.labels >= 0)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def _softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def load_split(path: str | Path, mode: str, expect: dict) -> SplitData:
+    """Read a feature file (validated against the contract and ``expect`` attributes) in ``mode``."""
+    if mode not in MODES:
+        raise ValueError(f"unknown CSF input mode {mode!r}; expected one of {MODES}")
+    attrs = validate_feature_file(path, expect)
+    arrays, _ = read_features(path)
+    n_classes = int(attrs["n_classes"])
+    labels = arrays["labels"].astype(np.int64)
+    if mode == "det":
+        logits_full = arrays["logits"].astype(np.float64)
+        logits = logits_full[:, :n_classes]
+        return SplitData(str(attrs["dataset"]), mode, arrays["features"].astype(np.float64), logits, logits_full,
+                         labels, logits.argmax(1), arrays.get("confidence"))
+    if "mcd/logits" not in arrays:
+        raise FeatureFileError(f"{path}: MC-dropout inputs requested but the file has no 'mcd/logits' "
+                               f"(model {attrs['model']} was extracted with mcd_samples = {attrs.get('mcd_samples')})")
+    passes_full = arrays["mcd/logits"].astype(np.float64)
+    passes = passes_full[:, :, :n_classes]
+    conf = arrays.get("mcd/confidence")
+    return SplitData(str(attrs["dataset"]), mode, arrays["mcd/features_mean"].astype(np.float64), passes.mean(1),
+                     passes_full.mean(1), labels, _softmax(passes).mean(1).argmax(1),
+                     None if conf is None else conf.astype(np.float64).mean(1), passes)

@@ -1,0 +1,60 @@
+"""NNGuide, nearest-neighbour guided energy (spec 000 §2 row 14; §9 item 13).
+
+Bank: per class, ``n_c = floor((N / C) · α)`` training rows drawn without replacement (capped at the
+class size), each stored as ``b_i = h_i / ||h_i|| · LSE(z_i)``.  Score:
+``LSE(z) · mean of the top-k of (h / ||h||) · b_i`` over the bank.  LSE is taken without temperature.
+Both factors grow for in-distribution inputs (energy-like), so the product is returned as is
+(spec §2.3).  Shapes: ``features`` N×D, ``logits`` N×C, bank M×D.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from csfbench.csf.distance_scores import check_labels, row_blocks, unit_rows
+
+#: the authors' ``np.random.seed(12345)`` (spec row 14)
+NNGUIDE_SEED = 12345
+
+
+def nnguide_bank(features: np.ndarray, logits: np.ndarray, labels: np.ndarray, n_classes: int,
+                 alpha: float, seed: int = NNGUIDE_SEED) -> np.ndarray:
+    """The energy-scaled bank of unit training features, M×D float64 (rows grouped by class).
+
+    The draw is ``np.random.RandomState(seed).choice(indices_of_class_c, n_c, replace=False)`` for
+    c = 0..C-1 in order, skipping classes without samples, which reproduces the authors' sequence of
+    draws after ``np.random.seed(seed)``.  Raises ValueError when ``n_c`` rounds down to 0.
+    """
+    features = np.asarray(features)
+    labels = check_labels(labels, len(features), n_classes)
+    per_class = int(len(labels) / n_classes * alpha)
+    if per_class < 1:
+        raise ValueError(f"NNGuide bank: floor(N/C * alpha) = floor({len(labels)}/{n_classes} * {alpha}) = 0")
+    rng = np.random.RandomState(seed)
+    chosen = []
+    for k in range(n_classes):
+        members = np.flatnonzero(labels == k)
+        if len(members):
+            chosen.append(rng.choice(members, size=min(per_class, len(members)), replace=False))
+    index = np.concatenate(chosen)
+    energies = logsumexp(np.asarray(logits, dtype=np.float64)[index], axis=1)
+    return unit_rows(features[index]) * energies[:, None]
+
+
+def nnguide_score(features: np.ndarray, logits: np.ndarray, bank: np.ndarray, k: int) -> np.ndarray:
+    """NNGuide confidence ``LSE(z) · mean(top-k_i (h/||h||) · b_i)``, shape (N,).
+
+    ``k`` is capped at the bank size M; similarities are computed in row blocks of at most
+    :data:`~csfbench.csf.distance_scores.MAX_BLOCK_ENTRIES` entries.
+    """
+    features = np.asarray(features)
+    bank = np.asarray(bank, dtype=np.float64)
+    n_bank = len(bank)
+    if k < 1:
+        raise ValueError(f"NNGuide k must be >= 1, got {k}")
+    k = min(k, n_bank)
+    guidance = np.empty(len(features))
+    for block in row_blocks(len(features), max(n_bank, features.shape[1])):
+        similarities = unit_rows(features[block]) @ bank.T
+        guidance[block] = np.partition(similarities, n_bank - k, axis=1)[:, n_bank - k:].mean(axis=1)
+    return logsumexp(np.asarray(logits, dtype=np.float64), axis=1) * guidance

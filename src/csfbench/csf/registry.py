@@ -1,0 +1,203 @@
+"""The registry of confidence scoring functions (spec 000 §2) and the variants each supports (§3.4).
+
+Every CSF is one :class:`Csf`: an optional ``fit(train_view, ctx, hp) -> state`` on the training
+features of the same variant (§3.3: every statistic is refitted in the variant's feature space),
+and ``score(state, view, ctx, hp) -> confidence`` (N,), **higher = more confident / more ID**.
+``space`` is the hyper-parameter search space tuned on validation (V2); an upper bound of
+``"n_classes"`` means C.  The registry yields 83 non-MCD variants for a CNN paradigm and 82 for a
+ViT (no paradigm confidence head), tested against the §3.4 matrix.
+
+Quirks of the authors' code (spec §3.3, §9 items 22, NeCo note) are reproduced with
+``quirks="compat_authors"``; the default ``"strict"`` uses the paper's consistent form:
+- class_avg/class_pred NNGuide bank energies and fDBD logits: strict = the variant's own logits,
+  compat = the class-projected logits ĝ^class;
+- ViM/Residual/NeCo on Deep Gamblers: strict drops the abstention row of W, b and logits, compat keeps it;
+- NeCo on ViT: strict centres the denominator like the CNN form, compat uses ‖h‖ (authors' ViT path).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from csfbench.csf import distance_scores as dist
+from csfbench.csf import kpca
+from csfbench.csf import logit_scores as ls
+from csfbench.csf.fdbd import fdbd
+from csfbench.csf.gradnorm import gradnorm
+from csfbench.csf.nnguide import nnguide_bank, nnguide_score
+from csfbench.csf.pnml import pnml_fit, pnml_score
+from csfbench.csf.projection import VARIANTS
+from csfbench.csf import subspace_scores as sub
+
+QUIRKS = ("strict", "compat_authors")
+ALL = VARIANTS
+NO_CLASS = ("none", "global", "class_avg", "class_pred")
+PROJECTED = ("global", "class", "class_avg", "class_pred")
+
+
+@dataclass
+class ModelContext:
+    """Per-model constants: head W (C×D), b (C,) without DG's abstention row, the full head, the
+    backbone, paradigm, quirk mode, and the base temperature of the current input mode."""
+
+    n_classes: int
+    backbone: str
+    paradigm: str
+    weight: np.ndarray
+    bias: np.ndarray
+    weight_full: np.ndarray
+    bias_full: np.ndarray
+    quirks: str = "strict"
+    base_temperature: float = 1.0
+
+    @property
+    def compat(self) -> bool:
+        return self.quirks == "compat_authors"
+
+
+@dataclass(frozen=True)
+class Csf:
+    name: str
+    variants: tuple[str, ...]
+    score: Callable
+    fit: Callable | None = None
+    space: dict = field(default_factory=dict)
+    cnn_only: bool = False
+    # variant -> variant whose fitted state and hyper-parameters it shares (KPCA class modes)
+    shares: dict = field(default_factory=dict)
+
+
+def _int_bounds_m() -> dict:
+    return {"m": (1, "n_classes", "int"), "gamma": (1e-6, 0.999999, "float")}
+
+
+def _bank_logits(view, ctx):
+    quirk = ctx.compat and view.variant in ("class_avg", "class_pred")
+    return view.class_logits if quirk else view.logits
+
+
+def _head_for_subspace(view, ctx):
+    """W, b and logits for ViM/Residual/NeCo (spec §9 item 22)."""
+    if ctx.compat:
+        return ctx.weight_full, ctx.bias_full, view.split.logits_full
+    return ctx.weight, ctx.bias, view.logits
+
+
+def _class_column(name: str) -> Callable:
+    return lambda state, view, ctx, hp: view.columns[name].max(1)
+
+
+def _cos_score(directions: Callable) -> Callable:
+    def score(state, view, ctx, hp):
+        if view.variant == "class":
+            return view.columns["cos_weight" if state is None else "cos_mean"].max(1)
+        return dist.max_cosine(view.features, directions(state, ctx))
+    return score
+
+
+def _fit_class_means(only_correct: bool) -> Callable:
+    def fit(train, ctx, hp):
+        if train.variant == "class":
+            return None  # class targets m̂_c are part of the class projection state
+        mask = train.split.correct if only_correct else None
+        return {"means": dist.class_means(train.features, train.split.labels, ctx.n_classes, mask)}
+    return fit
+
+
+def _vim_fit(train, ctx, hp):
+    w, b, logits = _head_for_subspace(train, ctx)
+    return sub.vim_fit(train.features, logits, w, b, sub.principal_dim(train.features.shape[1]))
+
+
+def _vim_score(state, view, ctx, hp):
+    logits = _head_for_subspace(view, ctx)[2]
+    return sub.vim_score(view.features, logits, state["origin"], state["basis"], state["alpha"])
+
+
+def _neco_score(state, view, ctx, hp):
+    centered = not (ctx.compat and ctx.backbone == "vit")
+    logits = _head_for_subspace(view, ctx)[2]
+    return sub.neco_score(view.features, logits, state["mean"], state["components"], centered)
+
+
+def _landmark_energy(train, ctx):
+    return ls.energy(train.split.logits, ctx.base_temperature)
+
+
+def _kpca_fit(train, ctx, hp):
+    args = (train.split.features, _landmark_energy(train, ctx))
+    if train.variant == "global":
+        return kpca.kpca_fit(*args, hp["gamma"], int(hp["n_landmarks"]), hp["variance"])
+    return kpca.kpca_fit_classes(train.split.features, train.split.labels, args[1], ctx.n_classes, hp["gamma"],
+                                 int(hp["n_landmarks"]), hp["variance"])
+
+
+def _kpca_score(state, view, ctx, hp):
+    if view.variant == "global":
+        return kpca.kpca_score(view.split.features, state, hp["gamma"])
+    return kpca.kpca_score_classes(view.split.features, state, hp["gamma"], view.split.pred)[view.variant]
+
+
+def _confidence(state, view, ctx, hp):
+    if view.split.confidence is None:
+        raise ValueError(f"{view.split.dataset}: the model has no confidence head output")
+    return np.asarray(view.split.confidence, dtype=np.float64)
+
+
+CSFS: tuple[Csf, ...] = (
+    Csf("MSR", ALL, lambda s, v, c, hp: ls.msr(v.probs)),
+    Csf("MLS", ALL, lambda s, v, c, hp: ls.mls(v.logits, v.temperature)),
+    Csf("PE", ALL, lambda s, v, c, hp: ls.pe(v.probs)),
+    Csf("GEN", ALL, lambda s, v, c, hp: ls.gen(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m()),
+    Csf("REN", ALL, lambda s, v, c, hp: ls.ren(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m()),
+    Csf("GE", ALL, lambda s, v, c, hp: ls.ge(v.probs)),
+    Csf("PCE", ALL, lambda s, v, c, hp: ls.pce(v.probs)),
+    Csf("Energy", ALL, lambda s, v, c, hp: ls.energy(v.logits, v.temperature)),
+    Csf("GradNorm", NO_CLASS, lambda s, v, c, hp: gradnorm(v.features, v.probs, v.temperature)),
+    Csf("PCA RecError", PROJECTED, lambda s, v, c, hp: v.rec),
+    Csf("KPCA RecError", PROJECTED, _kpca_score, _kpca_fit,
+        space={"variance": (0.85, 0.99, "float"), "gamma": (0.1, 1.0, "float"),
+               "n_landmarks": (2000, 5000, "int")},
+        shares={"class_avg": "class", "class_pred": "class"}),
+    Csf("CTM", ALL, _cos_score(lambda state, ctx: ctx.weight)),
+    Csf("CTMmean", ALL, _cos_score(lambda state, ctx: state["means"]), _fit_class_means(False)),
+    Csf("CTMmeanOC", ("none",), _cos_score(lambda state, ctx: state["means"]), _fit_class_means(True)),
+    Csf("NNGuide", NO_CLASS, lambda s, v, c, hp: nnguide_score(v.features, v.logits, s["bank"], int(hp["k"])),
+        lambda t, c, hp: {"bank": nnguide_bank(t.features, _bank_logits(t, c), t.split.labels, c.n_classes,
+                                               hp["alpha"])},
+        space={"k": (10, 500, "int"), "alpha": (0.1, 0.5, "float")}),
+    Csf("fDBD", NO_CLASS, lambda s, v, c, hp: fdbd(v.features, _bank_logits(v, c), c.weight, s["mean"]),
+        lambda t, c, hp: {"mean": t.features.mean(0)}),
+    Csf("Maha", NO_CLASS, lambda s, v, c, hp: dist.maha_score(v.features, s["means"], s["precision"]),
+        lambda t, c, hp: dist.maha_fit(t.features, t.split.labels, c.n_classes)),
+    Csf("pNML", NO_CLASS, lambda s, v, c, hp: pnml_score(v.features, c.weight, c.bias, s["p_plus"], s["p_perp"]),
+        lambda t, c, hp: pnml_fit(t.features)),
+    Csf("Residual", ("none",), lambda s, v, c, hp: sub.residual_score(v.features, s["origin"], s["basis"]),
+        _vim_fit),
+    Csf("ViM", ("none",), _vim_score, _vim_fit),
+    Csf("NeCo", ("none",), _neco_score, lambda t, c, hp: sub.neco_fit(t.features, 100)),
+    Csf("Confidence", ("none",), _confidence, cnn_only=True),
+)
+
+BY_NAME = {csf.name: csf for csf in CSFS}
+# MCD-E ("expected") variants: the mean over dropout passes of these per-pass scores (spec §1.6)
+EXPECTED = ("MSR", "MLS", "PE", "GEN", "REN", "GE", "PCE", "Energy")
+
+
+def variants_for(backbone: str, variants: tuple[str, ...] = VARIANTS) -> list[tuple[Csf, str]]:
+    """(CSF, variant) pairs a model of ``backbone`` gets for the given projection variants."""
+    return [(csf, v) for v in variants for csf in CSFS
+            if v in csf.variants and not (csf.cnn_only and backbone == "vit")]
+
+
+def bounds(csf: Csf, ctx: ModelContext, overrides: dict | None = None) -> dict[str, tuple]:
+    """The search space of ``csf`` for this model: {param: (low, high, kind)}; config ``overrides``
+    replace (low, high) per parameter."""
+    out = {}
+    for name, (low, high, kind) in csf.space.items():
+        if overrides and name in overrides:
+            low, high = overrides[name]
+        out[name] = (low, ctx.n_classes if high == "n_classes" else high, kind)
+    return out

@@ -1,0 +1,137 @@
+"""HDF5 files of the CSF stage: fitted state (``fit.h5``) and per-sample scores (``scores/*.h5``).
+
+No pickle: every fitted quantity is an array dataset; hyper-parameters, temperatures and the
+projection's variance are attributes (JSON where they are mappings).  Layout of ``fit.h5``::
+
+    attrs: source, model, group, quirks, csf_config (JSON), provenance
+    head/weight, head/bias                         full head (Deep Gamblers: C+1 rows)
+    {mode}/  attrs: temperatures (JSON), base_temperature
+    {mode}/projection/  attrs: group, variance; global: mean, basis; class: means, bases, k, mean_targets
+    {mode}/csf/{CSF}/{variant}/  attrs: params (JSON), shares, undefined (reason or ""); datasets: state arrays,
+                                 tuning/probed, tuning/objective
+
+``scores/{dataset}.h5``: ``{mode}/{CSF}/{variant}`` (N,) float64 confidences (higher = more
+confident), ``{mode}/pred`` and ``{mode}/correct``, ``labels``; attrs as above plus dataset,
+shift_type and regime.  Both are written to a temporary name and renamed when complete.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from csfbench.atomic import atomic_path
+from csfbench.csf.engine import FittedCsf, FittedMode
+from csfbench.csf.inputs import SplitData
+from csfbench.csf.projection import ClassSubspaces
+from csfbench.errors import FeatureFileError
+
+
+def _write_arrays(group: h5py.Group, arrays: dict) -> None:
+    for key, value in arrays.items():
+        group.create_dataset(key, data=np.asarray(value))
+
+
+def _projection_arrays(projection: dict) -> dict:
+    if projection["group"] == "global":
+        return {"mean": projection["mean"], "basis": projection["basis"]}
+    if projection["group"] == "class":
+        s: ClassSubspaces = projection["subspaces"]
+        return {"means": s.means, "bases": s.bases, "k": s.k, "mean_targets": projection["mean_targets"]}
+    return {}
+
+
+def _projection_from(group: h5py.Group) -> dict:
+    name = str(group.attrs["group"])
+    out = {"group": name}
+    if name != "none":
+        out["variance"] = float(group.attrs["variance"])
+    if name == "global":
+        out.update(mean=group["mean"][()], basis=group["basis"][()])
+    elif name == "class":
+        out.update(subspaces=ClassSubspaces(group["means"][()], group["bases"][()], group["k"][()]),
+                   mean_targets=group["mean_targets"][()])
+    return out
+
+
+def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.ndarray, np.ndarray],
+              attrs: dict) -> None:
+    """Write the fitted state of every input mode of one (model, fit group)."""
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
+        fh.attrs.update(attrs)
+        _write_arrays(fh.create_group("head"), {"weight": head[0], "bias": head[1]})
+        for mode, fitted in modes.items():
+            g = fh.create_group(mode)
+            g.attrs["temperatures"] = json.dumps(fitted.temperatures, sort_keys=True)
+            g.attrs["base_temperature"] = fitted.base_temperature
+            p = g.create_group("projection")
+            p.attrs["group"] = fitted.projection["group"]
+            if "variance" in fitted.projection:
+                p.attrs["variance"] = fitted.projection["variance"]
+            _write_arrays(p, _projection_arrays(fitted.projection))
+            for (name, variant), item in fitted.csfs.items():
+                c = g.create_group(f"csf/{name}/{variant}")
+                c.attrs["params"] = json.dumps(item.params, sort_keys=True)
+                c.attrs["shares"] = item.shares or ""
+                c.attrs["undefined"] = item.undefined
+                _write_arrays(c, item.state or {})
+                _write_arrays(c, {"tuning/probed": item.probed, "tuning/objective": item.objectives})
+
+
+def read_fit(path: str | Path) -> tuple[dict[str, FittedMode], tuple[np.ndarray, np.ndarray], dict]:
+    """The fitted modes, the head (W, b) and the attributes of a ``fit.h5``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FeatureFileError(f"CSF fit file not found: {path}")
+    modes = {}
+    with h5py.File(path, "r", locking=False) as fh:
+        attrs = dict(fh.attrs)
+        head = (fh["head/weight"][()], fh["head/bias"][()])
+        for mode in ("det", "mcd"):
+            if mode not in fh:
+                continue
+            g = fh[mode]
+            csfs = {}
+            for name, per_csf in g["csf"].items():
+                for variant, c in per_csf.items():
+                    state = {k: v[()] for k, v in c.items() if isinstance(v, h5py.Dataset)}
+                    csfs[(name, variant)] = FittedCsf(json.loads(c.attrs["params"]), state or None,
+                                                      c["tuning/probed"][()], c["tuning/objective"][()],
+                                                      str(c.attrs["shares"]) or None, str(c.attrs["undefined"]))
+            modes[mode] = FittedMode(_projection_from(g["projection"]), json.loads(g.attrs["temperatures"]), csfs,
+                                     float(g.attrs["base_temperature"]))
+    return modes, head, attrs
+
+
+def write_scores(path: str | Path, scores: dict[str, dict[tuple[str, str], np.ndarray]],
+                 splits: dict[str, SplitData], attrs: dict) -> None:
+    """Write per-sample confidences of every mode/CSF/variant for one evaluation set."""
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
+        fh.attrs.update(attrs)
+        first = next(iter(splits.values()))
+        fh.create_dataset("labels", data=first.labels)
+        for mode, per_mode in scores.items():
+            fh.create_dataset(f"{mode}/pred", data=splits[mode].pred)
+            fh.create_dataset(f"{mode}/correct", data=splits[mode].correct)
+            for (name, variant), conf in per_mode.items():
+                fh.create_dataset(f"{mode}/{name}/{variant}", data=conf, compression="gzip", compression_opts=1)
+
+
+def read_scores(path: str | Path) -> tuple[dict, dict]:
+    """({mode: {"correct": (N,), "scores": {(CSF, variant): (N,)}}}, attrs) of a scores file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FeatureFileError(f"scores file not found: {path}")
+    out: dict = {}
+    with h5py.File(path, "r", locking=False) as fh:
+        attrs = dict(fh.attrs)
+        for mode in ("det", "mcd"):
+            if mode not in fh:
+                continue
+            g = fh[mode]
+            scores = {(name, variant): ds[()] for name, sub in g.items() if isinstance(sub, h5py.Group)
+                      for variant, ds in sub.items()}
+            out[mode] = {"correct": g["correct"][()].astype(bool), "scores": scores}
+    return out, attrs

@@ -1,0 +1,203 @@
+"""Feature-subspace confidence scores: Residual, ViM and NeCo (spec 000 §2, rows 19–21).
+
+Shapes: N samples, D feature dimensions, C classes, Dp principal dimensions.  ``features`` are the
+penultimate features h (N×D), ``logits`` z = W h + b (N×C), ``weight`` W (C×D), ``bias`` b (C,).
+For Deep Gamblers the caller decides whether the abstention row is dropped (spec §9 item 22).
+
+Every score is a float64 array (N,), oriented as a **confidence**: higher = more in-distribution
+(spec §2.3: the residual norm and the ViM virtual logit are negated).  Inputs may be float32 or
+float64; all arithmetic is float64, in row blocks of about ``BLOCK_ELEMENTS`` values so that the
+float64 copies stay bounded for large N.  Fitted states are dicts of numpy arrays (HDF5-storable).
+
+The validation, blocking and eigen-decomposition helpers here are shared with
+:mod:`csfbench.csf.kpca`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from scipy.special import logsumexp
+
+#: target number of float64 values in one row block (32 MiB)
+BLOCK_ELEMENTS = 1 << 22
+#: a mean training residual below this fraction of the RMS ‖h − u‖ counts as zero (ViM's alpha undefined)
+RESIDUAL_RTOL = 1e-10
+
+
+def as_matrix(x, name: str, min_rows: int = 1, n_cols: int | None = None) -> np.ndarray:
+    """``x`` as a finite 2-D float array (float32 kept, anything else float64), else ValueError."""
+    x = np.asarray(x)
+    if x.dtype != np.float32:
+        x = x.astype(np.float64, copy=False)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (samples × columns), got shape {x.shape}")
+    if x.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows (samples), got {x.shape[0]}")
+    if n_cols is not None and x.shape[1] != n_cols:
+        raise ValueError(f"{name} must have {n_cols} columns, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} contains {int(np.count_nonzero(~np.isfinite(x)))} NaN/Inf value(s)")
+    return x
+
+
+def as_vector(x, name: str, length: int | None = None) -> np.ndarray:
+    """``x`` as a finite 1-D float64 array (of ``length`` when given), else ValueError."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {x.shape}")
+    if length is not None and x.shape[0] != length:
+        raise ValueError(f"{name} must have length {length}, got {x.shape[0]}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} contains {int(np.count_nonzero(~np.isfinite(x)))} NaN/Inf value(s)")
+    return x
+
+
+def as_logits(logits, n_rows: int) -> np.ndarray:
+    """``logits`` as a finite N×C float64 array with ``n_rows`` rows, else ValueError."""
+    logits = as_matrix(logits, "logits").astype(np.float64, copy=False)
+    if logits.shape[0] != n_rows:
+        raise ValueError(f"logits must have one row per feature row ({n_rows}), got shape {logits.shape}")
+    return logits
+
+
+def row_blocks(n_rows: int, row_width: int) -> Iterator[slice]:
+    """Consecutive row slices covering ``range(n_rows)``, each about ``BLOCK_ELEMENTS`` / ``row_width`` rows."""
+    step = max(1, BLOCK_ELEMENTS // max(1, row_width))
+    for start in range(0, n_rows, step):
+        yield slice(start, min(start + step, n_rows))
+
+
+def eigh_descending(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) and matching eigenvector columns of a symmetric matrix."""
+    values, vectors = np.linalg.eigh(matrix)
+    return values[::-1], vectors[:, ::-1]
+
+
+def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
+    """Σ_i (h_i − o)(h_i − o)ᵀ (D×D, float64), accumulated in row blocks."""
+    dim = features.shape[1]
+    scatter = np.zeros((dim, dim))
+    for rows in row_blocks(features.shape[0], dim):
+        centred = features[rows].astype(np.float64) - origin
+        scatter += np.dot(centred.T, centred)  # np.dot of a transposed self-product uses BLAS syrk
+    return scatter
+
+
+def principal_dim(feature_dim: int) -> int:
+    """ViM/Residual principal dimension Dp (spec §2 "Residual/ViM fitting").
+
+    D ≥ 2048 → 1000; D ≥ 768 → 512; otherwise D // 2 (VGG-13, D = 512 → 256; ViT, D = 768 → 512).
+    """
+    if int(feature_dim) != feature_dim or feature_dim < 2:
+        raise ValueError(f"feature_dim must be an integer >= 2, got {feature_dim!r}")
+    if feature_dim >= 2048:
+        return 1000
+    if feature_dim >= 768:
+        return 512
+    return int(feature_dim) // 2
+
+
+def _residual_norm(features: np.ndarray, origin: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    """‖Rᵀ(h − u)‖₂ per row (N,), in row blocks."""
+    norms = np.empty(features.shape[0])
+    for rows in row_blocks(features.shape[0], features.shape[1]):
+        norms[rows] = np.linalg.norm((features[rows].astype(np.float64) - origin) @ basis, axis=1)
+    return norms
+
+
+def _check_subspace(features, origin, basis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    origin = as_vector(origin, "origin")
+    basis = as_matrix(basis, "basis")
+    if basis.shape[0] != origin.shape[0]:
+        raise ValueError(f"basis must be D×(D−Dp) with D = len(origin) = {origin.shape[0]}, got {basis.shape}")
+    features = as_matrix(features, "features", n_cols=origin.shape[0])
+    return features, origin, basis
+
+
+def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.ndarray]:
+    """Fit the ViM/Residual state on the training split (spec §2 "Residual/ViM fitting").
+
+    - origin u = −W⁺ b (D,);
+    - second moment about u, (H − u)ᵀ(H − u) / (N − 1), *not* re-centred; its eigenvectors sorted by
+      eigenvalue descending; basis R = eigenvectors Dp+1..D (D×(D−Dp)), the residual subspace;
+    - alpha = mean_train(max_k z_k) / mean_train(‖Rᵀ(h − u)‖) (0-d array).
+
+    ``features`` N×D and ``logits`` N×C are the training ones, ``weight`` C×D, ``bias`` (C,);
+    0 <= ``principal_dim`` < D.  Needs N >= 2 and a training residual that is not identically 0.
+    """
+    features = as_matrix(features, "features", min_rows=2)
+    n, dim = features.shape
+    logits = as_logits(logits, n)
+    weight = as_matrix(weight, "weight", n_cols=dim)
+    bias = as_vector(bias, "bias", length=weight.shape[0])
+    if not 0 <= principal_dim < dim:
+        raise ValueError(f"principal_dim must lie in [0, D) = [0, {dim}), got {principal_dim}")
+    origin = -np.linalg.pinv(weight.astype(np.float64)) @ bias
+    second_moment = scatter_about(features, origin) / (n - 1)
+    _, vectors = eigh_descending(second_moment)
+    basis = np.ascontiguousarray(vectors[:, principal_dim:])
+    mean_residual = _residual_norm(features, origin, basis).mean()
+    if mean_residual <= RESIDUAL_RTOL * np.sqrt(np.trace(second_moment)):
+        raise ValueError(f"the {n} training features have (numerically) no residual outside the top "
+                         f"{principal_dim} principal directions, so ViM's alpha is undefined; it needs more "
+                         f"samples than principal_dim spanning more than {principal_dim} dimensions")
+    alpha = logits.max(axis=1).mean() / mean_residual
+    return {"origin": origin, "basis": basis, "alpha": np.asarray(alpha)}
+
+
+def residual_score(features, origin, basis) -> np.ndarray:
+    """Residual confidence −‖Rᵀ(h − u)‖₂ (spec §2 row 19); (N,), <= 0, higher = more ID."""
+    return -_residual_norm(*_check_subspace(features, origin, basis))
+
+
+def vim_score(features, logits, origin, basis, alpha) -> np.ndarray:
+    """ViM confidence LSE(z) − α‖Rᵀ(h − u)‖₂ (spec §2 row 20); (N,), higher = more ID.
+
+    This is −(virtual logit − energy), a monotone transform of the ViM probability of "OOD".
+    """
+    features, origin, basis = _check_subspace(features, origin, basis)
+    logits = as_logits(logits, features.shape[0])
+    return logsumexp(logits, axis=1) - float(alpha) * _residual_norm(features, origin, basis)
+
+
+def neco_fit(features, n_components: int = 100) -> dict[str, np.ndarray]:
+    """Fit NeCo's PCA on the training features (spec §2 row 21, "NeCo note").
+
+    Returns ``mean`` μ (D,) and ``components`` (d×D, orthonormal rows): the top-d principal
+    directions of the centred training features, d = min(n_components, N, D).  They come from the
+    eigen-decomposition of the D×D scatter matrix, which spans the same directions as the full SVD
+    of the centred data (signs may differ; NeCo only uses norms) without an N×D float64 copy.
+    """
+    features = as_matrix(features, "features", min_rows=2)
+    if n_components < 1:
+        raise ValueError(f"n_components must be >= 1, got {n_components}")
+    n, dim = features.shape
+    mean = features.mean(axis=0, dtype=np.float64)
+    _, vectors = eigh_descending(scatter_about(features, mean))
+    d = min(n_components, n, dim)
+    return {"mean": mean, "components": np.ascontiguousarray(vectors[:, :d].T)}
+
+
+def neco_score(features, logits, mean, components, centered: bool) -> np.ndarray:
+    """NeCo confidence (spec §2 row 21, "NeCo note"); (N,), higher = more ID.
+
+    - ``centered=True`` (CNN): ‖P_dᵀ(h − μ)‖ / ‖h − μ‖ · max_k z_k.
+    - ``centered=False`` (ViT, authors' code): the raw h goes into the PCA ``transform``, which
+      subtracts the PCA's own fitted mean.  That PCA was fitted on the *centred* training features,
+      so its mean is 0 and the score is ‖P_dᵀ h‖ / ‖h‖ · max_k z_k (μ is not used).
+
+    A zero denominator gives a ratio of 0.
+    """
+    mean = as_vector(mean, "mean")
+    components = as_matrix(components, "components", n_cols=mean.shape[0])
+    features = as_matrix(features, "features", n_cols=mean.shape[0])
+    logits = as_logits(logits, features.shape[0])
+    ratio = np.empty(features.shape[0])
+    for rows in row_blocks(features.shape[0], features.shape[1]):
+        h = features[rows].astype(np.float64)
+        if centered:
+            h = h - mean
+        full = np.maximum(np.linalg.norm(h, axis=1), np.finfo(np.float64).tiny)
+        ratio[rows] = np.linalg.norm(h @ components.T, axis=1) / full
+    return ratio * logits.max(axis=1)

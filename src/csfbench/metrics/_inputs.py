@@ -1,0 +1,73 @@
+"""Input checks shared by the metric functions, and the errors they raise.
+
+Every metric takes ``confidence`` (higher = more likely a success) and ``residual`` (the loss of a
+prediction in [0, 1]; for classification ``1 - correct``, so 1 = failure) as 1-D arrays of equal length.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from csfbench.errors import CsfbenchError
+
+
+class MetricInputError(CsfbenchError, ValueError):
+    """Bad metric input: non-finite values, mismatched lengths, an empty set, a residual out of range."""
+
+
+class UndefinedMetricError(MetricInputError):
+    """A metric that needs both successes and failures was given a single-class set."""
+
+
+def finite_1d(values, name: str) -> np.ndarray:
+    """``values`` as a 1-D float64 array; raise if it is not 1-D or holds NaN/Inf (with their count)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise MetricInputError(f"{name} must be 1-D, got shape {arr.shape}")
+    n_bad = arr.size - int(np.count_nonzero(np.isfinite(arr)))
+    if n_bad:
+        raise MetricInputError(f"{name} contains {n_bad} non-finite value(s) (NaN or Inf) out of {arr.size}")
+    return arr
+
+
+def check_pair(confidence, residual) -> tuple[np.ndarray, np.ndarray]:
+    """Validate ``(confidence, residual)``: equal lengths, non-empty, finite, residual within [0, 1]."""
+    conf = np.asarray(confidence)
+    res = np.asarray(residual)
+    if conf.ndim == 1 and res.ndim == 1 and conf.shape[0] != res.shape[0]:
+        raise MetricInputError(f"length mismatch: confidence has {conf.shape[0]} values, residual has {res.shape[0]}")
+    return finite_1d(conf, "confidence"), check_residual(res)
+
+
+def check_residual(residual) -> np.ndarray:
+    """Validate ``residual`` alone: 1-D, non-empty, finite, within [0, 1]; return it as float64."""
+    res = finite_1d(residual, "residual")
+    if res.size == 0:
+        raise MetricInputError("empty evaluation set: no values given")
+    n_out = int(np.count_nonzero((res < 0) | (res > 1)))
+    if n_out:
+        raise MetricInputError(f"residual must lie in [0, 1]; {n_out} value(s) fall outside "
+                               f"(min {res.min():g}, max {res.max():g})")
+    return res
+
+
+def is_binary(residual: np.ndarray) -> bool:
+    """Whether every residual is exactly 0 or 1."""
+    return bool(np.all((residual == 0) | (residual == 1)))
+
+
+def check_binary(residual: np.ndarray, metric: str) -> None:
+    """Raise unless ``residual`` is binary (0 = success, 1 = failure), as ``metric`` needs class labels."""
+    if not is_binary(residual):
+        raise MetricInputError(f"{metric} needs a binary residual (0 = success, 1 = failure); "
+                               f"{int(np.count_nonzero((residual != 0) & (residual != 1)))} value(s) are neither")
+
+
+def check_two_classes(is_failure: np.ndarray, metric: str) -> None:
+    """Raise :class:`UndefinedMetricError` when ``is_failure`` (bool) holds only one class."""
+    n_fail = int(np.count_nonzero(is_failure))
+    if n_fail == 0:
+        raise UndefinedMetricError(f"{metric} is undefined: the set has no failures (residual 1), "
+                                   "it needs both successes and failures")
+    if n_fail == is_failure.size:
+        raise UndefinedMetricError(f"{metric} is undefined: the set has no successes (residual 0), "
+                                   "it needs both successes and failures")

@@ -1,0 +1,152 @@
+"""Evaluation schemes: who counts as a failure (DESIGN.md "Metric rows", spec 003 §5.3).
+
+A scheme turns one ID-role set (``id_*``: the clean ID test set or a covariate-shifted set, with
+per-sample correctness) and optionally one shifted set (``shift_confidence``: every sample of it is a
+failure, labels are not used) into one ``(confidence, residual)`` evaluation set, ID samples first:
+
+==================  =============================  ===========================================  =================
+scheme              successes (residual 0)         failures (residual 1)                        weights
+==================  =============================  ===========================================  =================
+``misclf``          correct ID                     incorrect ID (no shifted set allowed)        none
+``correct_vs_ood``  correct ID                     every shifted sample; incorrect ID dropped   none
+``newclass``        all ID                         every shifted sample                         none
+``failure``         correct ID                     incorrect ID and every shifted sample        1/n_id, 1/n_shift
+==================  =============================  ===========================================  =================
+
+The ``failure`` weights give the ID set and the shifted set equal total mass (spec 003 §2.4) and are
+used by AUROC only.  The risk–coverage metrics, FPR@TPR, AUPR and ECE/MCE are unweighted, like
+FD-Shifts (whose RC code takes no weights), so they see the pooled set.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from csfbench.metrics import classification as clf
+from csfbench.metrics import risk_coverage as rc
+from csfbench.metrics._inputs import MetricInputError, UndefinedMetricError, check_pair, finite_1d
+
+log = logging.getLogger(__name__)
+
+SCHEMES = ("misclf", "correct_vs_ood", "newclass", "failure")
+
+
+@dataclass(frozen=True, eq=False)
+class SchemeData:
+    """One evaluation set: ``confidence`` (higher = more likely success), ``residual`` (1 = failure),
+    optional per-sample ``weight`` (``failure`` scheme only), the success count ``n_pos``, the
+    failure count ``n_neg`` and the ``scheme`` name.  Arrays are read-only."""
+
+    confidence: np.ndarray
+    residual: np.ndarray
+    weight: np.ndarray | None
+    n_pos: int
+    n_neg: int
+    scheme: str
+
+
+def _correct_flags(id_correct, n: int) -> np.ndarray:
+    """``id_correct`` as a bool array of length ``n``; it must hold only 0/1 (or bools)."""
+    values = finite_1d(id_correct, "id_correct")
+    if values.size != n:
+        raise MetricInputError(f"length mismatch: id_confidence has {n} values, id_correct has {values.size}")
+    if not np.all((values == 0) | (values == 1)):
+        raise MetricInputError("id_correct must hold only 0/1 or booleans; "
+                               f"{int(np.count_nonzero((values != 0) & (values != 1)))} value(s) are neither")
+    return values == 1
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr.setflags(write=False)
+    return arr
+
+
+def build_scheme(scheme: str, id_confidence, id_correct, shift_confidence=None) -> SchemeData:
+    """Compose the evaluation set of ``scheme`` (see the module table); ID samples come first.
+
+    ``id_correct`` marks correct ID predictions (bool or 0/1).  ``misclf`` takes the ID set alone and
+    ``shift_confidence`` must be None; the other schemes need a non-empty ``shift_confidence``.
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; expected one of {SCHEMES}")
+    id_conf = finite_1d(id_confidence, "id_confidence")
+    correct = _correct_flags(id_correct, id_conf.size)
+    if scheme == "misclf":
+        if shift_confidence is not None:
+            raise ValueError("scheme 'misclf' evaluates the ID set alone; shift_confidence must be None")
+        shift = np.empty(0)
+    else:
+        if shift_confidence is None:
+            raise ValueError(f"scheme {scheme!r} needs shift_confidence (the shifted set)")
+        shift = finite_1d(shift_confidence, "shift_confidence")
+        if shift.size == 0:
+            raise MetricInputError(f"scheme {scheme!r}: the shifted set is empty")
+
+    keep = correct if scheme == "correct_vs_ood" else np.ones(id_conf.size, dtype=bool)
+    id_residual = np.zeros(id_conf.size) if scheme == "newclass" else (~correct).astype(np.float64)
+    confidence = np.concatenate([id_conf[keep], shift])
+    residual = np.concatenate([id_residual[keep], np.ones(shift.size)])
+    confidence, residual = check_pair(confidence, residual)  # raises on an empty set
+    weight = None
+    if scheme == "failure":
+        if id_conf.size == 0:
+            raise MetricInputError("scheme 'failure': the ID set is empty")
+        weight = _readonly(np.concatenate([np.full(id_conf.size, 1.0 / id_conf.size),
+                                           np.full(shift.size, 1.0 / shift.size)]))
+    n_neg = int(residual.sum())
+    return SchemeData(_readonly(confidence), _readonly(residual), weight, residual.size - n_neg, n_neg, scheme)
+
+
+def _within_unit_interval(confidence: np.ndarray) -> bool:
+    return bool(confidence.min() >= 0.0 and confidence.max() <= 1.0)
+
+
+_METRICS = {
+    "aurc": lambda d: rc.aurc(d.confidence, d.residual),
+    "augrc": lambda d: rc.augrc(d.confidence, d.residual),
+    "e_aurc": lambda d: rc.e_aurc(d.confidence, d.residual),
+    "e_augrc": lambda d: rc.e_augrc(d.confidence, d.residual),
+    "auroc": lambda d: clf.auroc(d.confidence, d.residual, sample_weight=d.weight),
+    "fpr95": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.95, positive="success"),
+    "fpr95_failure_positive": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.95, positive="failure"),
+    "aupr_in": lambda d: clf.aupr_in(d.confidence, d.residual),
+    "aupr_out": lambda d: clf.aupr_out(d.confidence, d.residual),
+    "ece": lambda d: clf.ece(d.confidence, d.residual),
+    "mce": lambda d: clf.mce(d.confidence, d.residual),
+}
+DEFAULT_METRICS = tuple(_METRICS)
+_CALIBRATION = ("ece", "mce")
+
+
+def evaluate(data: SchemeData, metrics=DEFAULT_METRICS) -> dict[str, float]:
+    """Compute ``metrics`` (names from :data:`DEFAULT_METRICS`) on ``data``; values are fractions in [0, 1].
+
+    Orientation: aurc, augrc, e_aurc, e_augrc, fpr95, fpr95_failure_positive, ece, mce lower = better;
+    auroc, aupr_in, aupr_out higher = better.  ``fpr95`` has success as the positive class,
+    ``fpr95_failure_positive`` failure (see :func:`~csfbench.metrics.fpr_at_tpr`).  Only ``auroc``
+    uses ``data.weight``.
+
+    Omitted from the result: a metric that is undefined on a single-class set (auroc, fpr95*, aupr_*
+    when there are no failures or no successes), with a logged warning naming it and why; and ece/mce
+    when any confidence lies outside [0, 1] (the CSF is not a probability), with a debug message.
+    """
+    unknown = [name for name in metrics if name not in _METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {DEFAULT_METRICS}")
+    out: dict[str, float] = {}
+    for name in metrics:
+        _evaluate_one(name, data, out)
+    return out
+
+
+def _evaluate_one(name: str, data: SchemeData, out: dict) -> None:
+    if name in _CALIBRATION and not _within_unit_interval(data.confidence):
+        log.debug("%s skipped for scheme %s: confidences are not within [0, 1]", name, data.scheme)
+        return
+    try:
+        out[name] = _METRICS[name](data)
+    except UndefinedMetricError as err:
+        log.warning("%s omitted for scheme %s (%d successes, %d failures): %s",
+                    name, data.scheme, data.n_pos, data.n_neg, err)

@@ -1,0 +1,49 @@
+"""Synthetic model outputs for CSF engine tests: ID classes in a low-dimensional subspace, OOD far away.
+
+ID features h = μ_y + isotropic noise inside an 8-dimensional subspace + tiny noise outside it;
+the head is W = μ / ‖μ‖ · 2, b = 0, so logits are informative and some ID samples are misclassified.
+OOD features are isotropic around the origin in all D dimensions: far from every class mean, off
+the ID subspace, with near-uniform softmax — every CSF must give them lower confidence.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from csfbench.csf.inputs import SplitData
+from csfbench.csf.registry import ModelContext
+
+SIZES = {"train": 800, "val": 400, "test": 400, "ood": 400}
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def make_splits(n_classes: int = 5, dim: int = 32, passes: int = 0, seed: int = 0, paradigm: str = "devries",
+                backbone: str = "vgg13") -> tuple[dict[str, SplitData], ModelContext]:
+    rng = np.random.default_rng(seed)
+    means = np.zeros((n_classes, dim))
+    means[np.arange(n_classes), np.arange(n_classes)] = 6.0
+    means[:, n_classes:8] = rng.normal(size=(n_classes, 8 - n_classes))
+    weight = 2 * means / np.linalg.norm(means, axis=1, keepdims=True)
+    bias = np.zeros(n_classes)
+    splits = {}
+    for name, n in SIZES.items():
+        if name == "ood":
+            labels = -np.ones(n, dtype=np.int64)
+            h = rng.normal(size=(n, dim)) * 1.0
+        else:
+            labels = rng.integers(0, n_classes, n)
+            h = means[labels] + np.concatenate([rng.normal(size=(n, 8)) * 1.8, rng.normal(size=(n, dim - 8)) * 0.05], 1)
+        z = h @ weight.T + bias
+        pass_logits = z[:, None, :] + rng.normal(size=(n, passes, n_classes)) * 0.3 if passes else None
+        logits = pass_logits.mean(1) if passes else z
+        probs = np.exp(logits - logits.max(1, keepdims=True))
+        probs /= probs.sum(1, keepdims=True)
+        pred = probs.argmax(1)
+        top2 = np.sort(logits, 1)[:, -2:]
+        confidence = _sigmoid(top2[:, 1] - top2[:, 0] - 1.0)
+        splits[name] = SplitData(name, "mcd" if passes else "det", h, logits, logits, labels, pred, confidence,
+                                 pass_logits)
+    ctx = ModelContext(n_classes, backbone, paradigm, weight, bias, weight, bias)
+    return splits, ctx
