@@ -8,7 +8,8 @@ if "demo" in config:
             files=demo_files(),
         params:
             seed=config["demo"]["seed"],
-            spec=config["demo"].get("spec", {}),
+            # canonical JSON: reordering keys in a config file must not trigger a rerun
+            spec=json.dumps(config["demo"].get("spec", {}), sort_keys=True),
         log:
             "results/logs/data/demo_data.log",
         benchmark:
@@ -29,7 +30,7 @@ rule index_dataset:
     output:
         index="results/data/index/{name}.json",
     params:
-        dataset=lambda w: cfg.dataset_spec(config, w.name),
+        dataset=lambda w: json.dumps(cfg.dataset_spec(config, w.name), sort_keys=True),
         splits=lambda w: cfg.used_splits(config, w.name),
     log:
         "results/logs/data/index_{name}.log",

@@ -1,6 +1,8 @@
 """Synthetic model outputs for CSF engine tests: ID classes in a low-dimensional subspace, OOD far away.
 
-ID features h = μ_y + isotropic noise inside an 8-dimensional subspace + tiny noise outside it;
+ID features h = μ_y + noise that is large along the class's own logit direction e_y and a
+class-specific direction, small elsewhere in an 8-dimensional subspace, tiny outside it (so the
+classes have distinct PCA subspaces, as penultimate features of trained networks do);
 the head is W = μ / ‖μ‖ · 2, b = 0, so logits are informative and some ID samples are misclassified.
 OOD features are isotropic around the origin in all D dimensions: far from every class mean, off
 the ID subspace, with near-uniform softmax — every CSF must give them lower confidence.
@@ -25,16 +27,23 @@ def make_splits(n_classes: int = 5, dim: int = 32, passes: int = 0, seed: int = 
     means = np.zeros((n_classes, dim))
     means[np.arange(n_classes), np.arange(n_classes)] = 6.0
     means[:, n_classes:8] = rng.normal(size=(n_classes, 8 - n_classes))
+    own = np.zeros((n_classes, dim))  # a class-specific direction of variation in dims 5..7
+    own[:, n_classes:8] = rng.normal(size=(n_classes, 8 - n_classes))
     weight = 2 * means / np.linalg.norm(means, axis=1, keepdims=True)
     bias = np.zeros(n_classes)
     splits = {}
     for name, n in SIZES.items():
         if name == "ood":
             labels = -np.ones(n, dtype=np.int64)
-            h = rng.normal(size=(n, dim)) * 1.0
+            h = rng.normal(size=(n, dim)) * 0.5
         else:
             labels = rng.integers(0, n_classes, n)
-            h = means[labels] + np.concatenate([rng.normal(size=(n, 8)) * 1.8, rng.normal(size=(n, dim - 8)) * 0.05], 1)
+            noise = np.concatenate([rng.normal(size=(n, 8)) * 0.3, rng.normal(size=(n, dim - 8)) * 0.05], 1)
+            noise[np.arange(n), labels] += rng.normal(size=n) * 2.5
+            noise += rng.normal(size=(n, 1)) * own[labels]
+            h = means[labels] + noise
+            flip = rng.random(n) < 0.1  # label noise: about 10 % of ID samples are misclassified
+            labels = np.where(flip, (labels + rng.integers(1, n_classes, n)) % n_classes, labels)
         z = h @ weight.T + bias
         pass_logits = z[:, None, :] + rng.normal(size=(n, passes, n_classes)) * 0.3 if passes else None
         logits = pass_logits.mean(1) if passes else z

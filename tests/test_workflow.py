@@ -3,10 +3,15 @@ import re
 import subprocess
 import time
 
+import h5py
+import pandas as pd
 import pytest
+import yaml
 
 from conftest import REPO, venv_bin
 from csfbench.config import eval_datasets, iter_models, load_config
+from csfbench.csf.registry import variants_for
+from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
 
 pytestmark = pytest.mark.workflow
@@ -27,7 +32,7 @@ def micro_run(tmp_path_factory):
     return workdir, time.time() - t0, proc
 
 
-def test_micro_config_runs_end_to_end_through_feature_extraction(micro_run):
+def test_micro_config_runs_end_to_end_through_metrics(micro_run):
     workdir, seconds, _ = micro_run
     config = load_config(MICRO)
     expected = [workdir / f"results/features/{s}/{m}/{d}.h5" for s, m in iter_models(config)
@@ -43,6 +48,45 @@ def test_micro_config_runs_end_to_end_through_feature_extraction(micro_run):
     assert (workdir / "results/pretrained/vit_demo.safetensors").is_file()
     assert not list(workdir.glob("results/**/.*.tmp-*"))  # no temporary leftovers
     print(f"micro workflow: {seconds:.0f} s")
+
+
+def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
+    workdir, _, _ = micro_run
+    config = load_config(MICRO)
+    for source, model in iter_models(config):
+        backbone = model.backbone
+        n_variants = 0
+        for group in config["csf"]["groups"]:
+            with h5py.File(workdir / f"results/csf/{source}/{model}/{group}/fit.h5", "r") as fh:
+                n_variants += sum(len(fh[f"det/csf/{name}"]) for name in fh["det/csf"])
+                assert ("mcd" in fh) == (backbone == "vgg13" and model.dropout == 1)  # MC dropout inputs
+        assert n_variants == len(variants_for(backbone))  # 83 for VGG-13, 82 for the ViT
+        for group in config["csf"]["groups"]:
+            for dataset in ("val", "test", "near", "noise"):
+                rows = pd.read_parquet(workdir / f"results/metrics/{source}/{model}/{group}/{dataset}.parquet")
+                assert list(rows.columns) == COLUMNS
+                assert rows["value"].notna().all() and len(rows) > 0
+                schemes = set(rows["scheme"])
+                assert schemes == ({"misclf"} if dataset in ("val", "test") else
+                                   {"correct_vs_ood", "newclass", "failure"})
+                assert set(rows["split"]) == {"val" if dataset == "val" else "test"}
+                aurc = rows[rows.metric == "aurc"]["value"]
+                assert ((aurc >= 0) & (aurc <= 1)).all()
+
+
+def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
+    workdir, _, _ = micro_run
+    config = yaml.safe_load(MICRO.read_text())
+    config["sources"]["demo10"]["ood"]["digits"] = {"shift_type": "semantic", "regime": "mid"}
+    extended = tmp_path / "extended.yaml"
+    extended.write_text(yaml.safe_dump(config))
+    proc = snakemake("-n", "--quiet", "rules", "--cores", 1, "--configfile", extended, workdir=workdir)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, flags=re.M))
+    # the new set is read, its features extracted and scored per model and projection group; no model is
+    # retrained and no CSF is refitted, because fits see only the train and val splits
+    assert {k: int(v) for k, v in counts.items() if k != "total"} == {
+        "index_dataset": 1, "extract_features": 3, "score_and_evaluate": 9, "all": 1}
 
 
 def test_summary_lists_models_and_files(micro_run):
@@ -68,7 +112,11 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     config = load_config(REPO / "config/paper.yaml")
     n_models = len(list(iter_models(config)))
     n_features = sum(len(eval_datasets(config, s)) for s, _ in iter_models(config))
-    assert total == 1 + len(config["datasets"]) + n_models + n_features  # all + index + train + extract
+    n_groups = len(config["csf"]["groups"])
+    n_fits = n_models * n_groups
+    n_scores = (n_features - n_models) * n_groups  # every set but the training split
+    # all + index + train + extract + fit + score
+    assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")
 
 

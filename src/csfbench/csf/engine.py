@@ -81,6 +81,14 @@ def _objective(conf: np.ndarray, split: SplitData) -> float:
     return -augrc(conf, _residual(split))
 
 
+def check_dims(split: SplitData, ctx: ModelContext) -> None:
+    """The split's features and logits must match the model head (C×D)."""
+    c, d = ctx.weight.shape
+    if split.features.shape[1] != d or split.logits.shape[1] != c:
+        raise ValueError(f"{split.dataset}: features N×{split.features.shape[1]} and logits N×{split.logits.shape[1]} "
+                         f"do not match the model head ({c} classes × {d} dimensions)")
+
+
 def _check_fit_inputs(train: SplitData, val: SplitData) -> None:
     if (train.dataset, val.dataset) != ("train", "val"):
         raise ValueError(f"CSFs are fitted on the ID train and val splits only, got {train.dataset!r}, {val.dataset!r}")
@@ -153,6 +161,8 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
 def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings) -> FittedMode:
     """Fit the projection, temperatures and every (CSF, variant) of ``group`` in one input mode."""
     _check_fit_inputs(train, val)
+    check_dims(train, ctx)
+    check_dims(val, ctx)
     ctx.base_temperature = fit_temperature(val.logits, val.labels)
     t0 = time.perf_counter()
     projection = fit_projection(group, train, val, ctx, tuning)
@@ -187,6 +197,7 @@ def score_mode(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[
     In ``mcd`` mode with the ``none`` group this adds the expected variants ("E" + name: the mean
     of the per-pass scores, hyper-parameters of the MCD-X variant) and "MI" (−mutual information).
     """
+    check_dims(split, ctx)
     ctx.base_temperature = fitted.base_temperature
     views = build_views(split, fitted.projection, ctx.weight, ctx.bias, fitted.temperatures)
     scores = {}
