@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from csfbench.csf import distance_scores, logit_scores
+from csfbench.csf import blocks, distance_scores, logit_scores
 from csfbench.csf.distance_scores import class_means, maha_fit, maha_score, max_cosine
 from csfbench.csf.fdbd import fdbd
 from csfbench.csf.gradnorm import gradnorm
@@ -372,10 +372,10 @@ def test_pnml_full_rank_training_has_vanishing_perp():
 # ---------------------------------------------------------------------------------------------
 
 def test_row_blocks_cover_and_respect_budget(monkeypatch):
-    monkeypatch.setattr(distance_scores, "MAX_BLOCK_ENTRIES", 10)
-    blocks = list(distance_scores.row_blocks(7, 3))  # 3 rows per block
-    assert [(s.start, s.stop) for s in blocks] == [(0, 3), (3, 6), (6, 7)]
-    assert [(s.start, s.stop) for s in distance_scores.row_blocks(2, 50)] == [(0, 1), (1, 2)]
+    monkeypatch.setattr(blocks, "MAX_BLOCK_ENTRIES", 10)
+    slices = list(blocks.row_blocks(7, 3))  # 3 rows per block
+    assert [(s.start, s.stop) for s in slices] == [(0, 3), (3, 6), (6, 7)]
+    assert [(s.start, s.stop) for s in blocks.row_blocks(2, 50)] == [(0, 1), (1, 2)]
 
 
 def _synthetic(seed: int = 0):
@@ -442,6 +442,6 @@ def test_chunked_scores_equal_single_block(monkeypatch):
                 nnguide_score(h, z, bank, 7), pnml_score(h, weight, bias, **pnml_fit(train))]
 
     whole = run()
-    monkeypatch.setattr(distance_scores, "MAX_BLOCK_ENTRIES", 40)  # a handful of rows per block
+    monkeypatch.setattr(blocks, "MAX_BLOCK_ENTRIES", 40)  # a handful of rows per block
     for a, b in zip(whole, run()):
         assert np.allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -14,7 +14,7 @@ from scipy.stats import spearmanr
 from sklearn.decomposition import PCA
 from sklearn.metrics.pairwise import rbf_kernel
 
-from csfbench.csf import kpca
+from csfbench.csf import blocks, kpca
 from csfbench.csf import subspace_scores as ss
 
 
@@ -235,7 +235,7 @@ def test_kpca_matches_direct_computation(monkeypatch, block_elements):
     """Landmarks by the energy rule (L < N); the blockwise fit and score (one block or many) equal the
     spec formulas applied to the whole N×L matrix at once."""
     if block_elements is not None:
-        monkeypatch.setattr(ss, "BLOCK_ELEMENTS", block_elements)
+        monkeypatch.setattr(blocks, "MAX_BLOCK_ENTRIES", block_elements)
     rng = np.random.default_rng(7)
     features = rng.normal(size=(90, 5)) + 1.0
     energy = rng.normal(size=90)

@@ -3,18 +3,33 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Iterator
 
+from threadpoolctl import threadpool_limits
+
 from csfbench.errors import CsfbenchError
+
+
+def _limit_threads(threads: int) -> None:
+    """Cap BLAS/OpenMP pools to the rule's threads without importing torch for jobs that never use it.
+
+    torch reads OMP_NUM_THREADS when it is first imported; BLAS pools already loaded by numpy/scipy
+    are capped through threadpoolctl.
+    """
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    threadpool_limits(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
 
 
 @contextlib.contextmanager
 def job_logging(log_path: str | Path | None, threads: int | None = None) -> Iterator[logging.Logger]:
     """Log INFO+ to ``log_path`` (and stderr); on a csfbench error write its message plainly, then re-raise.
 
-    ``threads`` caps torch's intra-op threads to what the rule requested.
+    ``threads`` caps the intra-op threads (torch, BLAS) to what the rule requested.
     """
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
@@ -24,9 +39,7 @@ def job_logging(log_path: str | Path | None, threads: int | None = None) -> Iter
                         handlers=handlers, force=True)
     logging.captureWarnings(True)
     if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
+        _limit_threads(int(threads))
     logger = logging.getLogger("csfbench")
     try:
         yield logger

@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from csfbench.csf.projection import n_components
-from csfbench.csf.subspace_scores import as_matrix, as_vector, eigh_descending, row_blocks
+from csfbench.csf.blocks import row_blocks
+from csfbench.csf.subspace_scores import as_matrix, as_vector, eigh_descending
 
 #: eigenvalue floor of K_mm before the inverse square root (spec §2.2 step 3)
 EIGENVALUE_FLOOR = 1e-12

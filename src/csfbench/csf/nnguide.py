@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from csfbench.csf.distance_scores import check_labels, row_blocks, unit_rows
+from csfbench.csf.blocks import row_blocks, unit_rows
+from csfbench.csf.distance_scores import check_labels
 
 #: the authors' ``np.random.seed(12345)`` (spec row 14)
 NNGUIDE_SEED = 12345

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax, logsumexp
 
-from csfbench.csf.distance_scores import row_blocks, unit_rows
+from csfbench.csf.blocks import row_blocks, unit_rows
 
 
 def _augment(features: np.ndarray) -> np.ndarray:

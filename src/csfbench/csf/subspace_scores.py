@@ -6,7 +6,7 @@ For Deep Gamblers the caller decides whether the abstention row is dropped (spec
 
 Every score is a float64 array (N,), oriented as a **confidence**: higher = more in-distribution
 (spec §2.3: the residual norm and the ViM virtual logit are negated).  Inputs may be float32 or
-float64; all arithmetic is float64, in row blocks of about ``BLOCK_ELEMENTS`` values so that the
+float64; all arithmetic is float64, in row blocks (:func:`csfbench.csf.blocks.row_blocks`) so that the
 float64 copies stay bounded for large N.  Fitted states are dicts of numpy arrays (HDF5-storable).
 
 The validation, blocking and eigen-decomposition helpers here are shared with
@@ -14,13 +14,12 @@ The validation, blocking and eigen-decomposition helpers here are shared with
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 from scipy.special import logsumexp
 
+from csfbench.csf.blocks import row_blocks
+
 #: target number of float64 values in one row block (32 MiB)
-BLOCK_ELEMENTS = 1 << 22
 #: a mean training residual below this fraction of the RMS ‖h − u‖ counts as zero (ViM's alpha undefined)
 RESIDUAL_RTOL = 1e-10
 
@@ -59,13 +58,6 @@ def as_logits(logits, n_rows: int) -> np.ndarray:
     if logits.shape[0] != n_rows:
         raise ValueError(f"logits must have one row per feature row ({n_rows}), got shape {logits.shape}")
     return logits
-
-
-def row_blocks(n_rows: int, row_width: int) -> Iterator[slice]:
-    """Consecutive row slices covering ``range(n_rows)``, each about ``BLOCK_ELEMENTS`` / ``row_width`` rows."""
-    step = max(1, BLOCK_ELEMENTS // max(1, row_width))
-    for start in range(0, n_rows, step):
-        yield slice(start, min(start + step, n_rows))
 
 
 def eigh_descending(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
