@@ -1,4 +1,5 @@
 # Config validation, the experiment grid and named helpers shared by the rule files.
+import functools
 import json
 
 from csfbench import config as cfg
@@ -24,12 +25,29 @@ def res(rule_name, key, default=None):
     return config["resources"].get(rule_name, {}).get(key, default)
 
 
+@functools.cache
+def _model_spec(source, model):
+    """The resolved spec of a model (read-only: shared by every job of the model)."""
+    return cfg.model_spec(config, source, model)
+
+
+@functools.cache
+def _model_spec_json(source, model):
+    return json.dumps(_model_spec(source, model), sort_keys=True)
+
+
+@functools.cache
+def _eval_set_json(source, dataset):
+    return json.dumps(cfg.eval_set_spec(config, source, dataset), sort_keys=True)
+
+
+# cached: the paper grid evaluates these for ~15,000 jobs while the DAG is built
 def model_spec_json(wildcards):
-    return json.dumps(cfg.model_spec(config, wildcards.source, wildcards.model), sort_keys=True)
+    return _model_spec_json(wildcards.source, wildcards.model)
 
 
 def eval_set_json(wildcards):
-    return json.dumps(cfg.eval_set_spec(config, wildcards.source, wildcards.dataset), sort_keys=True)
+    return _eval_set_json(wildcards.source, wildcards.dataset)
 
 
 def demo_files():
@@ -55,7 +73,7 @@ def dataset_index_inputs(wildcards):
 
 
 def train_inputs(wildcards):
-    spec = cfg.model_spec(config, wildcards.source, wildcards.model)
+    spec = _model_spec(wildcards.source, wildcards.model)
     inputs = {"index": index_file(spec["dataset"]["name"])}
     if spec["backbone"] == "vit" and "pretrain" in config:
         inputs["pretrained"] = spec["pretrained"]["file"]
@@ -63,7 +81,7 @@ def train_inputs(wildcards):
 
 
 def extract_inputs(wildcards):
-    spec = cfg.model_spec(config, wildcards.source, wildcards.model)
+    spec = _model_spec(wildcards.source, wildcards.model)
     eval_set = cfg.eval_set_spec(config, wildcards.source, wildcards.dataset)
     name = eval_set["dataset"]["name"] if "dataset" in eval_set else spec["dataset"]["name"]
     return {
