@@ -146,7 +146,8 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
 
     def run(params):
         state = csf.fit(train, ctx, params) if csf.fit else None
-        return state, csf.score(state, val, ctx, params)
+        conf = csf.score(state, val, ctx, params)
+        return state, conf[variant] if isinstance(conf, dict) else conf
 
     fixed = tuning.fixed.get(csf.name, {})
     if not space or set(space) <= set(fixed):
@@ -201,12 +202,20 @@ def score_mode(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[
     ctx.base_temperature = fitted.base_temperature
     views = build_views(split, fitted.projection, ctx.weight, ctx.bias, fitted.temperatures)
     scores = {}
+    shared: dict[tuple[str, str], dict] = {}  # (CSF, owner variant) -> {variant: conf}
     for (name, variant), item in fitted.csfs.items():
         if item.undefined:
             continue
         csf = BY_NAME[name]
-        state = fitted.csfs[(name, item.shares)].state if item.shares else item.state
-        conf = np.asarray(csf.score(state, views[variant], ctx, item.params), dtype=np.float64)
+        owner = item.shares or variant
+        if owner in csf.shares.values():
+            if (name, owner) not in shared:
+                owner_item = fitted.csfs[(name, owner)]
+                shared[(name, owner)] = csf.score(owner_item.state, views[owner], ctx, owner_item.params)
+            conf = shared[(name, owner)][variant]
+        else:
+            conf = csf.score(item.state, views[variant], ctx, item.params)
+        conf = np.asarray(conf, dtype=np.float64)
         bad = int((~np.isfinite(conf)).sum())
         if bad:
             raise ValueError(f"{split.dataset}: CSF {name} [{variant}] produced {bad} non-finite confidences")

@@ -65,7 +65,8 @@ class Csf:
     fit: Callable | None = None
     space: dict = field(default_factory=dict)
     cnn_only: bool = False
-    # variant -> variant whose fitted state and hyper-parameters it shares (KPCA class modes)
+    # variant -> variant whose fitted state and hyper-parameters it shares (KPCA class modes); the
+    # owner's ``score`` then returns {variant: confidence} for all sharing variants in one pass
     shares: dict = field(default_factory=dict)
 
 
@@ -135,9 +136,10 @@ def _kpca_fit(train, ctx, hp):
 
 
 def _kpca_score(state, view, ctx, hp):
+    """Global KPCA score, or all three class-mode scores at once as {variant: conf} (shared state)."""
     if view.variant == "global":
         return kpca.kpca_score(view.split.features, state, hp["gamma"])
-    return kpca.kpca_score_classes(view.split.features, state, hp["gamma"], view.split.pred)[view.variant]
+    return kpca.kpca_score_classes(view.split.features, state, hp["gamma"], view.split.pred)
 
 
 def _confidence(state, view, ctx, hp):
