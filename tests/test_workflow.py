@@ -94,6 +94,7 @@ def test_summary_lists_models_and_files(micro_run):
     proc = subprocess.run([venv_bin("csfbench"), "summary", "--results", str(workdir / "results")],
                           capture_output=True, text=True, check=True)
     assert "3 models, 15 feature files" in proc.stdout
+    assert "36 metric files" in proc.stdout  # 3 models × 3 projection groups × 4 scored sets
     assert "vgg13_dg_do1_rew2.2_run1" in proc.stdout
 
 
