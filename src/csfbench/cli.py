@@ -1,4 +1,4 @@
-"""The ``csfbench`` command line: ``validate``, ``inspect``, ``summary``."""
+"""The ``csfbench`` command line: ``validate``, ``inspect``, ``summary``, ``rank``."""
 from __future__ import annotations
 
 import argparse
@@ -39,6 +39,34 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rank(args: argparse.Namespace) -> int:
+    import json
+    import warnings
+
+    from csfbench.atomic import atomic_path
+    from csfbench.stats import IncompleteBlocksWarning, StatsInputError, format_summary, rank_table, read_table
+
+    blocks = [col.strip() for item in args.blocks for col in item.split(",") if col.strip()]
+    table = read_table(args.input)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", IncompleteBlocksWarning)
+        result = rank_table(table, blocks, args.entity, args.value, alpha=args.alpha,
+                            p_adjust=args.p_adjust, higher_is_better=args.higher_is_better)
+    for w in caught:
+        if issubclass(w.category, IncompleteBlocksWarning):
+            print(f"csfbench: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    try:
+        with atomic_path(args.output) as tmp:
+            tmp.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+    except OSError as err:
+        raise StatsInputError(f"{args.output}: cannot write the output: {err}") from err
+    print(format_summary(result))
+    print(f"wrote {args.output}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="csfbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -51,6 +79,18 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("summary", help="list what a workflow run produced (models, accuracies, feature files)")
     p.add_argument("--results", default="results")
     p.set_defaults(func=_summary)
+    p = sub.add_parser("rank", help="Friedman -> Conover -> cliques -> layers on a long-format table (lower = better)")
+    p.add_argument("--input", required=True, help="long-format table (.csv or .parquet), one row per value")
+    p.add_argument("--blocks", required=True, action="append",
+                   help="columns that identify a block (comma-separated or repeated)")
+    p.add_argument("--entity", required=True, help="column naming what is ranked (e.g. csf)")
+    p.add_argument("--value", required=True, help="column of metric values")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the indifference graph")
+    p.add_argument("--p-adjust", choices=["none", "holm"], default="none",
+                   help="post-hoc multiplicity correction (default none: reproduces the paper's cliques)")
+    p.add_argument("--higher-is-better", action="store_true", help="rank the highest value first")
+    p.add_argument("--output", required=True, help="JSON file to write")
+    p.set_defaults(func=_rank)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
