@@ -17,6 +17,7 @@ include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/features.smk"
 include: "rules/csf.smk"
+include: "rules/aggregate.smk"
 
 
 rule all:
@@ -24,4 +25,5 @@ rule all:
     input:
         features=all_feature_files(),
         metrics=all_metric_files(),
+        results="results/results.parquet",
     localrule: True

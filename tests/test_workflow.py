@@ -72,6 +72,10 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
                 assert set(rows["split"]) == {"val" if dataset == "val" else "test"}
                 aurc = rows[rows.metric == "aurc"]["value"]
                 assert ((aurc >= 0) & (aurc <= 1)).all()
+    results = pd.read_parquet(workdir / "results/results.parquet")
+    assert list(results.columns) == COLUMNS and results["source"].unique().tolist() == ["demo10"]
+    selected = pd.read_csv(workdir / "results/tables/selected_configurations.csv")
+    assert len(selected) > 0 and set(selected["dropout"]) <= {1, 0}
 
 
 def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
@@ -86,7 +90,7 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     # the new set is read, its features extracted and scored per model and projection group; no model is
     # retrained and no CSF is refitted, because fits see only the train and val splits
     assert {k: int(v) for k, v in counts.items() if k != "total"} == {
-        "index_dataset": 1, "extract_features": 3, "score_and_evaluate": 9, "all": 1}
+        "index_dataset": 1, "extract_features": 3, "score_and_evaluate": 9, "aggregate_results": 1, "all": 1}
 
 
 def test_summary_lists_models_and_files(micro_run):
@@ -116,8 +120,8 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     n_groups = len(config["csf"]["groups"])
     n_fits = n_models * n_groups
     n_scores = (n_features - n_models) * n_groups  # every set but the training split
-    # all + index + train + extract + fit + score
-    assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores
+    # all + index + train + extract + fit + score + aggregate
+    assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")
 
 

@@ -207,3 +207,17 @@ def score_and_evaluate(spec: dict, eval_set: dict, fit_h5: str | Path, features_
     with atomic_path(out_metrics) as tmp:
         rows.to_parquet(tmp, index=False)
     log.info("%s/%s/%s: %d metric rows", spec["model"], fit_attrs["group"], eval_set["name"], len(rows))
+
+
+def aggregate_results(metric_files: list[str], out_table: str | Path, out_selection: str | Path) -> None:
+    """Merge the metric rows into ``results.parquet`` and write the validation-selected configurations."""
+    from csfbench.aggregate.results_table import write_results_table
+    from csfbench.aggregate.selection import select_configurations
+    from csfbench.atomic import atomic_path
+
+    table = write_results_table(metric_files, out_table)
+    chosen = select_configurations(table)
+    with atomic_path(out_selection) as tmp:
+        chosen.to_csv(tmp, index=False)
+    log.info("results table: %d rows from %d files; %d selected configurations", len(table), len(metric_files),
+             len(chosen))

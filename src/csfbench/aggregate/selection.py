@@ -1,0 +1,37 @@
+"""Model-level selection on validation (spec 000 §1.7 V3).
+
+For each (source, backbone, paradigm, CSF variant incl. MCD flag, metric), every (dropout, reward)
+configuration is a candidate (MCD variants exist for dropout models only, so they compete among
+those); its validation value (the ``misclf`` scheme on the ``val`` split) is averaged over runs; the
+best configuration — lowest mean, or highest for metrics where higher is better — is selected, and
+the test and shifted-set rows of that configuration are reported for every run.  Selection is per
+metric, as in the authors' code (spec §9 item 34).  Ties are broken by the lower dropout, then the
+lower reward, so the result is deterministic.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+HIGHER_IS_BETTER = frozenset({"auroc", "aupr_in", "aupr_out"})
+CELL = ["source", "backbone", "paradigm", "mcd", "csf", "projection", "metric"]
+CONFIG = ["dropout", "reward"]
+
+
+def select_configurations(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell with the selected (dropout, reward) and its mean validation value."""
+    val = table[(table["split"] == "val") & (table["scheme"] == "misclf")]
+    if val.empty:
+        raise ValueError("model selection needs validation rows (split 'val', scheme 'misclf')")
+    means = val.groupby(CELL + CONFIG, as_index=False, observed=True)["value"].mean()
+    sign = means["metric"].isin(HIGHER_IS_BETTER).map({True: -1.0, False: 1.0})
+    means = means.assign(_key=means["value"] * sign).sort_values(CELL + ["_key"] + CONFIG, kind="stable")
+    chosen = means.groupby(CELL, as_index=False, observed=True).head(1)
+    return chosen.drop(columns="_key").rename(columns={"value": "val_value"}).reset_index(drop=True)
+
+
+def selected_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The non-validation rows of the selected configuration of every cell, for every run."""
+    chosen = select_configurations(table)[CELL + CONFIG]
+    evaluated = table[table["split"] != "val"]
+    return evaluated.merge(chosen, on=CELL + CONFIG, how="inner").sort_values(
+        [c for c in table.columns if c != "value"], kind="stable", ignore_index=True)
