@@ -1,7 +1,8 @@
 """CSF engine at paper scale: fit + score of all 83 non-MCD CSF variants, against pytorch-ood, in one run.
 
     .venv/bin/python benchmarks/csf_engine.py [--scale 1.0] [--tuning fixed|default] [--groups none,global,class]
-                                              [--init-points 20] [--n-iter 80] [--out benchmarks/out/csf_engine]
+                                              [--init-points 20] [--n-iter 80] [--fit-only] [--threads N]
+                                              [--no-engine] [--no-baseline] [--out benchmarks/out/csf_engine]
 
 Synthetic model outputs of the issue's size (scale 1): 50,000 train × 512 dims, 100 classes, 5,000
 validation, 9,000 ID test and 8 OOD sets of 10,000.  Features are ReLU outputs of class-structured
@@ -14,7 +15,11 @@ Engine (VGG-13/DeVries context, 83 variants): per fit group, ``fit_mode`` on tra
 ``score_mode`` on the ID test set and every OOD set.  ``--tuning fixed`` fixes every tunable
 hyper-parameter (values in :data:`FIXED`, KPCA ``n_landmarks`` = ``--n-landmarks``, 2000), so
 nothing is tuned; ``--tuning default`` tunes all of them with the paper budget (20 + 80 probes,
-or ``--init-points/--n-iter``).
+or ``--init-points/--n-iter``).  With a smaller budget the run also prints an EXTRAPOLATION to
+``--target-init-points + --target-n-iter`` probes (mean objective time per probe × probes + the
+Bayesian-optimisation overhead of the full budget, measured with a zero-cost objective); it is
+labelled as such and never counts as a measurement.  ``--fit-only`` skips scoring (scoring does
+not depend on the tuning budget), e.g. to measure tuning costs at full scale in less time.
 
 What is measured, per fit group, per CSF family (fit and score separately; score = test + all OOD
 sets) and in total:
@@ -33,8 +38,11 @@ sets) and in total:
 Baseline, same data, same hyper-parameters: pytorch-ood 0.4.0's MaxSoftmax, MaxLogit, EnergyBased,
 Entropy, GEN, Mahalanobis, ViM, NNGuide, PNML, GradNorm and fDBD (fit on train, score on test + OOD
 sets one set at a time), against our kernels on the unprojected features/logits (float64, as the
-engine holds them; pytorch-ood gets float32 features, its native precision, and the float64
-logits).  Median over ``--repeats`` interleaved runs (one run when a single run takes > 20 s).
+engine holds them; probabilities through ``views.softmax`` as the engine's ``View.probs``;
+pytorch-ood gets float32 features, its native precision, and the float64 logits).  Median over
+``--repeats`` interleaved runs (fewer once a detector pair has taken 30 s).  ``--threads 1`` pins
+BLAS (threadpoolctl) and torch to one thread each, which makes the ratios far less sensitive to
+other load on a shared machine than the libraries' multi-threaded defaults.
 Targets (reported, not asserted): fixed hyper-parameters ≤ 5 min and ≤ 8 GB peak; default tuning
 ≤ 30 min; every overlapping detector no slower than pytorch-ood's.  Results go to ``<out>.json``
 and ``<out>.md``.
@@ -49,7 +57,6 @@ import logging
 import os
 import platform
 import resource
-import statistics
 import sys
 import time
 from contextlib import ExitStack
@@ -71,6 +78,7 @@ from csfbench.csf.projection import GROUP_VARIANTS
 from csfbench.csf.registry import BY_NAME, ModelContext, variants_for
 from csfbench.csf.subspace_scores import principal_dim, vim_fit, vim_score
 from csfbench.csf.temperature import fit_temperature
+from csfbench.csf.views import softmax
 
 GB = 1e9
 N_CLASSES, DIM, LATENT = 100, 512, 64
@@ -254,7 +262,7 @@ class EngineRecorder(logging.Handler):
 
 
 def run_engine(splits: dict[str, SplitData], ctx: ModelContext, tuning: TuningSettings, groups: list[str],
-               peaks: PeakRss) -> dict:
+               peaks: PeakRss, fit_only: bool = False) -> dict:
     recorder = EngineRecorder(peaks)
     log = logging.getLogger("csfbench.csf.engine")
     log.setLevel(logging.INFO)
@@ -282,7 +290,7 @@ def run_engine(splits: dict[str, SplitData], ctx: ModelContext, tuning: TuningSe
                 peaks.begin("score")
                 t0, c0 = time.perf_counter(), time.process_time()
                 n_scores = 0
-                for name in scored:
+                for name in ([] if fit_only else scored):
                     n_scores = len(score_mode(splits[name], fitted, ctx))
                 score_s, score_cpu = time.perf_counter() - t0, time.process_time() - c0
                 score_mem = peaks.end("score")
@@ -394,17 +402,17 @@ def baseline_detectors(splits: dict[str, SplitData], ctx: ModelContext, temperat
         return fit, score
 
     return [
-        ("MSR / MaxSoftmax", *logit_pair(lambda z: ls.msr(ls.softmax(z, t)),
+        ("MSR / MaxSoftmax", *logit_pair(lambda z: ls.msr(softmax(z, t)),
                                           lambda z: ood.MaxSoftmax(None, t=t).predict_logits(z))),
         ("MLS / MaxLogit", *logit_pair(lambda z: ls.mls(z, t), lambda z: ood.MaxLogit(None).predict_logits(z) / t)),
         ("Energy / EnergyBased", *logit_pair(lambda z: ls.energy(z, t),
                                               lambda z: ood.EnergyBased(None, t=t).predict_logits(z))),
-        ("PE / Entropy", *logit_pair(lambda z: ls.pe(ls.softmax(z, t)),
+        ("PE / Entropy", *logit_pair(lambda z: ls.pe(softmax(z, t)),
                                       lambda z: ood.Entropy(None).predict_logits(z / t))),
-        ("GEN / GEN", *logit_pair(lambda z: ls.gen(ls.softmax(z, t), hp_gen["m"], hp_gen["gamma"]),
+        ("GEN / GEN", *logit_pair(lambda z: ls.gen(softmax(z, t), hp_gen["m"], hp_gen["gamma"]),
                                    lambda z: ood.GEN(None, gamma=hp_gen["gamma"], M=hp_gen["m"]).predict_logits(z / t))),
         ("GradNorm / GradNorm",
-         fitted(lambda: None, lambda st, s: gradnorm(splits[s].features, ls.softmax(splits[s].logits, t), t)),
+         fitted(lambda: None, lambda st, s: gradnorm(splits[s].features, softmax(splits[s].logits, t), t)),
          fitted(lambda: ood.GradNorm(head, param_filter=lambda n: n == "weight", temperature=t),
                 lambda det, s: -det.predict(f32[s]).numpy())),
         ("Maha / Mahalanobis",
@@ -456,7 +464,7 @@ def run_baseline(splits: dict[str, SplitData], ctx: ModelContext, repeats: int, 
                 mem[side] = peaks.end("baseline")["increment_gb"]
                 runs[side].append((t_fit, total - t_fit, total))
                 del state
-            if max(runs["ours"][-1][2], runs["theirs"][-1][2]) > 20:
+            if sum(r[2] for side in runs.values() for r in side) > 30:
                 break
         row = {"detector": name, "repeats": len(runs["ours"])}
         for side in ("ours", "theirs"):
@@ -479,7 +487,7 @@ def verdict(ok: bool | None) -> str:
 def targets(result: dict) -> list[tuple[str, str, str]]:
     """(target, measured, PASS/MISS/n/a) lines; time/memory targets are assessed at scale 1 with all groups."""
     eng, cfg = result.get("engine"), result["config"]
-    full = cfg["scale"] == 1.0 and cfg["groups"] == ["none", "global", "class"]
+    full = cfg["scale"] == 1.0 and cfg["groups"] == ["none", "global", "class"] and not cfg.get("fit_only")
     lines = []
     if eng:
         total, peak = eng["total_s"], max(result["peak_gb"], eng["mem"]["peak_gb"])
@@ -505,6 +513,10 @@ def targets(result: dict) -> list[tuple[str, str, str]]:
 def markdown(result: dict) -> str:
     cfg, out = result["config"], []
     out.append(f"# CSF engine benchmark ({cfg['date']}, {cfg['machine']})\n")
+    if cfg.get("fit_only"):
+        out.append("**fit only** (--fit-only): nothing was scored; score columns are empty, totals are fit times.\n")
+    out.append(f"threads: {cfg.get('threads', 'default')}; load average at start / end: "
+               f"{cfg['load_avg_start'][0]:.1f} / {cfg.get('load_avg_end', [float('nan')])[0]:.1f}\n")
     out.append(f"scale {cfg['scale']} — sizes {cfg['sizes']}; tuning {cfg['tuning']}"
                + (f" ({cfg['init_points']} + {cfg['n_iter']} probes)" if cfg["tuning"] == "default" else
                   f" (fixed: {json.dumps(cfg['fixed'])})") + f"; ID accuracy (test) {cfg['accuracy']:.3f}; "
@@ -570,9 +582,14 @@ def main(argv=None) -> int:
     parser.add_argument("--target-n-iter", type=int, default=80, help="... and this many guided probes")
     parser.add_argument("--n-landmarks", type=int, default=2000, help="fixed tuning: KPCA landmarks")
     parser.add_argument("--groups", default="none,global,class", help="comma-separated fit groups")
-    parser.add_argument("--repeats", type=int, default=3, help="baseline: interleaved repeats (median)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="baseline: interleaved repeats (median); fewer once a detector pair has taken 30 s")
     parser.add_argument("--no-engine", action="store_true", help="skip the engine part")
+    parser.add_argument("--fit-only", action="store_true",
+                        help="engine: fit only, score nothing (for tuning runs; scoring does not depend on the budget)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the pytorch-ood comparison")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="BLAS (threadpoolctl) and torch threads; 0 = the libraries' defaults (all cores)")
     parser.add_argument("--seed", type=int, default=0, help="data seed")
     parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "csf_engine"),
                         help="output prefix: <out>.json and <out>.md")
@@ -582,6 +599,11 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown fit groups {sorted(unknown)}")
 
+    if args.threads:
+        import torch
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=args.threads)
+        torch.set_num_threads(args.threads)
     peaks = PeakRss()
     peaks.begin("process")
     t0 = time.perf_counter()
@@ -596,6 +618,7 @@ def main(argv=None) -> int:
                          f"{platform.python_version()}, numpy {np.__version__}",
               "scale": args.scale, "sizes": {k: len(v) for k, v in splits.items()}, "tuning": args.tuning,
               "init_points": tuning.init_points, "n_iter": tuning.n_iter, "fixed": tuning.fixed, "groups": groups,
+              "fit_only": args.fit_only, "threads": args.threads or "default",
               "accuracy": float(test.correct.mean()), "exact_peaks": peaks.exact,
               "load_avg_start": os.getloadavg(), "data_s": time.perf_counter() - t0}
     print(f"data: {config['sizes']} in {config['data_s']:.1f} s, test accuracy {config['accuracy']:.3f}, "
@@ -603,7 +626,7 @@ def main(argv=None) -> int:
     result = {"config": config}
     if not args.no_engine:
         print("engine (fit on train + val, score on test + OOD sets):", flush=True)
-        result["engine"] = run_engine(splits, ctx, tuning, groups, peaks)
+        result["engine"] = run_engine(splits, ctx, tuning, groups, peaks, args.fit_only)
         eng = result["engine"]
         print(f"  total  {eng['total_s']:8.1f} s  (cpu {eng['total_cpu_s']:.1f} s, peak {eng['mem']['peak_gb']:.2f} GB)")
         print("  slowest CSF families (fit + score s): " + ", ".join(
