@@ -152,7 +152,7 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
     fixed = tuning.fixed.get(csf.name, {})
     if not space or set(space) <= set(fixed):
         params = {k: fixed[k] for k in space}
-        return FittedCsf(params, run(params)[0])
+        return FittedCsf(params, csf.fit(train, ctx, params) if csf.fit else None)
     label = f"{csf.name} [{variant}]"
     params, probed, objectives = tune(lambda p: _objective(run(p)[1], val.split), space, tuning.init_points,
                                       tuning.n_iter, tuning.seed, label)

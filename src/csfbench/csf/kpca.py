@@ -142,6 +142,19 @@ def _residuals(features: np.ndarray, state: dict[str, np.ndarray], gamma: float)
     return psi, centred - (centred @ components) @ components.T
 
 
+def _residual_map(state: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(landmarks, A, m) with (I − UUᵀ)(ψ(x) − ψ̄) = k(ĥ, X_ref) A − m: one L×L product per block.
+
+    A = Nᵀ(I − UUᵀ) and m = (I − UUᵀ)ψ̄ fold the Nyström normaliser and the residual projection
+    into one matrix, which the class-mode scoring applies for every class and row block.
+    """
+    components = state["components"]
+    normalizer_t = state["normalizer"].T
+    linear = normalizer_t - (normalizer_t @ components) @ components.T
+    offset = state["mean"] - components @ (components.T @ state["mean"])
+    return state["landmarks"], linear, offset
+
+
 def _check_features(features, landmarks: np.ndarray) -> np.ndarray:
     return as_matrix(features, "features", n_cols=landmarks.shape[-1])
 
@@ -249,11 +262,12 @@ def kpca_score_classes(features, state: dict[str, np.ndarray], gamma: float, pre
                          f"got shape {pred.shape} and dtype {pred.dtype}")
     per_class = np.empty((features.shape[0], n_classes))
     class_avg = np.empty(features.shape[0])
-    classes = [_class_state(state, c) for c in range(n_classes)]
+    maps = [_residual_map(_class_state(state, c)) for c in range(n_classes)]
     for rows in row_blocks(features.shape[0], max(n_land, features.shape[1])):
+        unit = _unit_rows(features[rows])  # once per block, not once per class
         residual_sum = np.zeros((rows.stop - rows.start, n_land))
-        for c, single in enumerate(classes):
-            _, residual = _residuals(features[rows], single, gamma)
+        for c, (landmarks, linear, offset) in enumerate(maps):
+            residual = rbf_kernel(unit, landmarks, gamma) @ linear - offset
             per_class[rows, c] = -np.linalg.norm(residual, axis=1)
             residual_sum += residual
         class_avg[rows] = -np.linalg.norm(residual_sum, axis=1) / n_classes

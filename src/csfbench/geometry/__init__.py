@@ -1,0 +1,1 @@
+"""Geometry of trained feature spaces: neural-collapse metrics (spec 000 §7)."""
