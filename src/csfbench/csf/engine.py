@@ -134,11 +134,13 @@ def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelConte
     return state(best["variance"])
 
 
-def fit_temperatures(val: SplitData, projection: dict, ctx: ModelContext) -> dict[str, float]:
-    """One temperature per logit source of the group (spec §1.7 V1), on validation."""
-    parts = variant_logits(val, projection, ctx.weight, ctx.bias)
-    parts.pop("_class_logits", None)
-    return {variant: fit_temperature(logits, val.labels) for variant, (_, logits, _) in parts.items()}
+def fit_temperatures(val: SplitData, parts: dict) -> dict[str, float]:
+    """One temperature per logit source of the group (spec §1.7 V1), on validation.
+
+    ``parts`` are :func:`~csfbench.csf.views.variant_logits` of the validation split.
+    """
+    return {variant: fit_temperature(part[1], val.labels) for variant, part in parts.items()
+            if not variant.startswith("_")}
 
 
 def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, tuning: TuningSettings) -> FittedCsf:
@@ -167,9 +169,10 @@ def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tu
     ctx.base_temperature = fit_temperature(val.logits, val.labels)
     t0 = time.perf_counter()
     projection = fit_projection(group, train, val, ctx, tuning)
-    temperatures = fit_temperatures(val, projection, ctx)
+    val_parts = variant_logits(val, projection, ctx.weight, ctx.bias)
+    temperatures = fit_temperatures(val, val_parts)
     views_train = build_views(train, projection, ctx.weight, ctx.bias, temperatures)
-    views_val = build_views(val, projection, ctx.weight, ctx.bias, temperatures)
+    views_val = build_views(val, projection, ctx.weight, ctx.bias, temperatures, val_parts)
     log.info("%s/%s: projection and temperatures %s in %.1fs", group, train.mode,
              {k: round(v, 4) for k, v in temperatures.items()}, time.perf_counter() - t0)
     fitted: dict[tuple[str, str], FittedCsf] = {}

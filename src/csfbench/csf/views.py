@@ -76,9 +76,12 @@ def variant_logits(split: SplitData, projection: dict, weight: np.ndarray, bias:
 
 
 def build_views(split: SplitData, projection: dict, weight: np.ndarray, bias: np.ndarray,
-                temperatures: dict[str, float]) -> dict[str, View]:
-    """A :class:`View` per variant of the fit group, with its temperature."""
-    parts = variant_logits(split, projection, weight, bias)
+                temperatures: dict[str, float], parts: dict | None = None) -> dict[str, View]:
+    """A :class:`View` per variant of the fit group, with its temperature.
+
+    ``parts`` may pass :func:`variant_logits` of the same split when the caller already has them.
+    """
+    parts = dict(parts if parts is not None else variant_logits(split, projection, weight, bias))
     class_logits = parts.pop("_class_logits", None)
     return {variant: View(variant, split, feats, logits, temperatures[variant], columns, class_logits)
             for variant, (feats, logits, columns) in parts.items()}
