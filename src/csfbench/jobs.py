@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
 
+from csfbench.atomic import atomic_path
 from csfbench.data.formats import open_dataset
 from csfbench.data.sources import shift_set, source_split
 
@@ -19,11 +19,8 @@ log = logging.getLogger(__name__)
 
 
 def write_json_atomic(obj: object, path: str | Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def demo_data(out_files: list[str], seed: int, spec: dict, threads: int = 1) -> dict:
@@ -108,9 +105,8 @@ def pretrain(spec: dict, out_file: str | Path, history: str | Path) -> None:
     state = {k.removeprefix("encoder.vit."): v.detach().cpu().contiguous()
              for k, v in model.state_dict().items() if k.startswith("encoder.vit.")}
     state.update({f"head.{k}": v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()})
-    tmp = out_file.with_name(f".{out_file.name}.tmp-{os.getpid()}")
-    save_file(state, str(tmp))
-    os.replace(tmp, out_file)
+    with atomic_path(out_file) as tmp:
+        save_file(state, str(tmp))
     (work / "checkpoint.pt").unlink(missing_ok=True)
     work.rmdir()
 
@@ -181,7 +177,6 @@ def fit_csf(spec: dict, csf_cfg: dict, group: str, train_h5: str | Path, val_h5:
 def score_and_evaluate(spec: dict, eval_set: dict, fit_h5: str | Path, features_h5: str | Path,
                        out_scores: str | Path, out_metrics: str | Path, id_scores_h5: str | Path | None = None) -> None:
     """Score one evaluation set with a fitted group and write its scores file and metric rows."""
-    from csfbench.atomic import atomic_path
     from csfbench.csf.engine import score_mode
     from csfbench.csf.inputs import load_split
     from csfbench.csf.store import read_fit, read_scores, write_scores
@@ -213,7 +208,6 @@ def aggregate_results(metric_files: list[str], out_table: str | Path, out_select
     """Merge the metric rows into ``results.parquet`` and write the validation-selected configurations."""
     from csfbench.aggregate.results_table import write_results_table
     from csfbench.aggregate.selection import select_configurations
-    from csfbench.atomic import atomic_path
 
     table = write_results_table(metric_files, out_table)
     chosen = select_configurations(table)

@@ -37,6 +37,7 @@ from typing import Callable
 import numpy as np
 from scipy import ndimage
 
+from csfbench.atomic import atomic_path
 from csfbench.errors import ConfigError
 
 DEFAULT_SPEC: dict = {
@@ -632,11 +633,7 @@ def _channel_stats(image_sets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray
 
 
 def _write_split(folder: Path, images: np.ndarray, labels: np.ndarray) -> None:
-    """``images.npy`` and ``labels.npy`` in ``folder``, each written under a temporary name first and
-    renamed when complete (a killed run leaves only ``*.partial`` files, never a truncated array)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """``images.npy`` and ``labels.npy`` in ``folder``, each written atomically (never a truncated array)."""
     for name, array in (("images.npy", images), ("labels.npy", labels)):
-        tmp = folder / f"{name}.partial"
-        with open(tmp, "wb") as handle:
+        with atomic_path(folder / name) as tmp, open(tmp, "wb") as handle:
             np.save(handle, array)
-        os.replace(tmp, folder / name)

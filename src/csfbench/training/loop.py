@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import csv
 import logging
-import os
 import time
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from csfbench.atomic import atomic_path
 from csfbench.config import derive_seed, spec_hash
 from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
@@ -47,10 +47,8 @@ def autocast(device: torch.device):
 
 def atomic_torch_save(obj: object, path: Path) -> None:
     """Write to a temporary name in the same folder, then rename: never a half-written file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
 
 
 def _set_stage_mode(model: Classifier, stage: Stage) -> list[nn.Parameter]:
@@ -79,12 +77,10 @@ def _evaluate(model: Classifier, stage: Stage, loader, spec: dict, device: torch
 
 
 def _write_history(rows: list[dict], path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", newline="") as fh:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, path)
 
 
 def _load_resume(path: Path, expected_hash: str) -> dict | None:
