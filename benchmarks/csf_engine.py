@@ -78,7 +78,7 @@ from csfbench.csf.projection import GROUP_VARIANTS
 from csfbench.csf.registry import BY_NAME, ModelContext, variants_for
 from csfbench.csf.subspace_scores import principal_dim, vim_fit, vim_score
 from csfbench.csf.temperature import fit_temperature
-from csfbench.csf.views import softmax
+from csfbench.csf.logit_scores import softmax
 
 GB = 1e9
 N_CLASSES, DIM, LATENT = 100, 512, 64

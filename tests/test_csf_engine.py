@@ -12,7 +12,7 @@ from csfbench.csf.projection import GROUP_VARIANTS, GROUPS, ClassSubspaces, Pca,
 from csfbench.csf.registry import EXPECTED, variants_for
 from csfbench.csf.store import read_fit, write_fit
 from csfbench.csf.temperature import fit_temperature, temperature_nll
-from csfbench.csf.views import softmax
+from csfbench.csf.logit_scores import softmax
 
 # spec 000 §3.4, written out independently of the registry: CSF -> supported variants
 SUPPORT = {

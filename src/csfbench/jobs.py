@@ -150,7 +150,7 @@ def fit_csf(spec: dict, csf_cfg: dict, group: str, train_h5: str | Path, val_h5:
 
     from csfbench.config import spec_hash
     from csfbench.csf.engine import TuningSettings, fit_mode
-    from csfbench.csf.inputs import load_split
+    from csfbench.csf.inputs import load_splits
     from csfbench.csf.store import write_fit
     from csfbench.provenance import git_commit, package_version, utc_now
 
@@ -161,11 +161,9 @@ def fit_csf(spec: dict, csf_cfg: dict, group: str, train_h5: str | Path, val_h5:
         head = (fh["head/weight"][()], fh["head/bias"][()])
     quirks = csf_cfg.get("quirks", "strict")
     tuning = TuningSettings.from_config(csf_cfg)
-    modes = {}
-    for mode in _modes(spec):
-        ctx = _csf_context(spec, head, quirks)
-        modes[mode] = fit_mode(group, load_split(train_h5, mode, expect), load_split(val_h5, mode, expect), ctx,
-                               tuning)
+    train, val = (load_splits(path, _modes(spec), expect) for path in (train_h5, val_h5))
+    modes = {mode: fit_mode(group, train[mode], val[mode], _csf_context(spec, head, quirks), tuning)
+             for mode in _modes(spec)}
     attrs = {"source": spec["source"], "model": spec["model"], "group": group, "quirks": quirks,
              "csf_config": json.dumps(csf_cfg, sort_keys=True), "config_hash": spec_hash(spec),
              "package_version": package_version(), "git_commit": git_commit(), "created": utc_now()}
@@ -178,7 +176,7 @@ def score_and_evaluate(spec: dict, eval_set: dict, fit_h5: str | Path, features_
                        out_scores: str | Path, out_metrics: str | Path, id_scores_h5: str | Path | None = None) -> None:
     """Score one evaluation set with a fitted group and write its scores file and metric rows."""
     from csfbench.csf.engine import score_mode
-    from csfbench.csf.inputs import load_split
+    from csfbench.csf.inputs import load_splits
     from csfbench.csf.store import read_fit, read_scores, write_scores
     from csfbench.evaluation import metric_rows
 
@@ -187,16 +185,15 @@ def score_and_evaluate(spec: dict, eval_set: dict, fit_h5: str | Path, features_
         raise ValueError(f"{fit_h5}: fit of model {fit_attrs['model']!r}, expected {spec['model']!r}")
     expect = {"model": spec["model"], "source": spec["source"], "dataset": eval_set["name"]}
     ctx = _csf_context(spec, head, str(fit_attrs["quirks"]))
-    splits, scores = {}, {}
-    for mode, fm in fitted.items():
-        splits[mode] = load_split(features_h5, mode, expect)
-        if len(splits[mode]) == 0:
-            raise ValueError(f"{features_h5}: empty evaluation set {eval_set['name']!r}")
-        scores[mode] = score_mode(splits[mode], fm, ctx)
+    splits = load_splits(features_h5, tuple(fitted), expect)
+    if len(next(iter(splits.values()))) == 0:
+        raise ValueError(f"{features_h5}: empty evaluation set {eval_set['name']!r}")
+    scores = {mode: score_mode(splits[mode], fm, ctx) for mode, fm in fitted.items()}
     attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
     attrs.update(dataset=eval_set["name"], shift_type=eval_set["shift_type"], regime=eval_set["regime"])
     write_scores(out_scores, scores, splits, attrs)
-    own, _ = read_scores(out_scores)
+    # the same mapping read_scores returns, from memory (no read-back of the file just written)
+    own = {mode: {"correct": splits[mode].correct, "scores": scores[mode]} for mode in scores}
     reference = read_scores(id_scores_h5)[0] if id_scores_h5 else None
     rows = metric_rows(spec, eval_set, own, reference)
     with atomic_path(out_metrics) as tmp:

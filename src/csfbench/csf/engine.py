@@ -27,7 +27,7 @@ from csfbench.csf.projection import GROUP_VARIANTS, ClassSubspaces, Pca, class_f
 from csfbench.csf.registry import BY_NAME, EXPECTED, Csf, ModelContext, bounds, variants_for
 from csfbench.csf.temperature import fit_temperature
 from csfbench.csf.tuning import tune
-from csfbench.csf.views import View, build_views, softmax, variant_logits
+from csfbench.csf.views import View, build_views, variant_logits
 from csfbench.csf.distance_scores import class_means
 from csfbench.metrics import augrc
 
@@ -237,5 +237,5 @@ def expected_scores(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> 
         per_pass = [csf.score(None, View("pass", split, None, split.pass_logits[:, p], t), ctx, params)
                     for p in range(split.pass_logits.shape[1])]
         out[(f"E{name}", "none")] = np.mean(per_pass, axis=0)
-    out[("MI", "none")] = ls.mutual_information(softmax(split.pass_logits, t))
+    out[("MI", "none")] = ls.mutual_information(ls.softmax(split.pass_logits, t))
     return out

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from csfbench.csf.logit_scores import softmax
 from csfbench.errors import FeatureFileError
 from csfbench.features.store import read_features, validate_feature_file
 
@@ -44,17 +45,18 @@ class SplitData:
         return len(self.labels)
 
 
-def _softmax(z: np.ndarray, axis: int = -1) -> np.ndarray:
-    e = np.exp(z - z.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def load_split(path: str | Path, mode: str, expect: dict) -> SplitData:
-    """Read a feature file (validated against the contract and ``expect`` attributes) in ``mode``."""
-    if mode not in MODES:
-        raise ValueError(f"unknown CSF input mode {mode!r}; expected one of {MODES}")
+def load_splits(path: str | Path, modes: tuple[str, ...], expect: dict) -> dict[str, SplitData]:
+    """Read a feature file once (validated against the contract and ``expect`` attributes) and
+    return its :class:`SplitData` in each of ``modes``."""
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"unknown CSF input mode(s) {unknown}; expected some of {MODES}")
     attrs = validate_feature_file(path, expect)
     arrays, _ = read_features(path)
+    return {mode: _split(path, mode, arrays, attrs) for mode in modes}
+
+
+def _split(path, mode: str, arrays: dict, attrs: dict) -> SplitData:
     n_classes = int(attrs["n_classes"])
     labels = arrays["labels"].astype(np.int64)
     if mode == "det":
@@ -69,5 +71,5 @@ def load_split(path: str | Path, mode: str, expect: dict) -> SplitData:
     passes = passes_full[:, :, :n_classes]
     conf = arrays.get("mcd/confidence")
     return SplitData(str(attrs["dataset"]), mode, arrays["mcd/features_mean"].astype(np.float64), passes.mean(1),
-                     passes_full.mean(1), labels, _softmax(passes).mean(1).argmax(1),
+                     passes_full.mean(1), labels, softmax(passes).mean(1).argmax(1),
                      None if conf is None else conf.astype(np.float64).mean(1), passes)

@@ -33,8 +33,11 @@ def _top_m(probs: np.ndarray, m: int) -> np.ndarray:
 
 
 def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Numerically stable ``softmax(logits / temperature)`` over classes: N×C → N×C probabilities."""
-    return _softmax(_rows(logits) / temperature, axis=1)
+    """Numerically stable ``softmax(logits / temperature)`` over the last (class) axis.
+
+    N×C → N×C probabilities; an N×T×C stack of dropout passes gives per-pass probabilities.
+    """
+    return _softmax(np.asarray(logits, dtype=np.float64) / temperature, axis=-1)
 
 
 def msr(probs: np.ndarray) -> np.ndarray:

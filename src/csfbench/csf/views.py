@@ -11,14 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from csfbench.csf.inputs import SplitData
+from csfbench.csf.logit_scores import softmax
 from csfbench.csf.projection import ClassSubspaces, class_views, project, rec_confidence
-
-
-def softmax(z: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Row-wise softmax of z / T (numerically stable)."""
-    s = z / temperature
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 @dataclass
