@@ -313,20 +313,15 @@ def run_engine(splits: dict[str, SplitData], ctx: ModelContext, tuning: TuningSe
         log.removeHandler(recorder)
     result["undefined"] = {f"{k[0]} [{k[1]}]": v for k, v in recorder.undefined.items()}
     families: dict[str, dict] = {}
-    for (name, variant), entry in recorder.fit.items():
-        fam = families.setdefault(name, {"variants": set(), "fit_s": 0.0, "score_s": 0.0, "fit_peak_gb": 0.0,
-                                         "fit_increment_gb": 0.0, "score_peak_gb": 0.0, "score_increment_gb": 0.0})
-        fam["variants"].add(variant)
-        fam["fit_s"] += entry["s"]
-        fam["fit_peak_gb"] = max(fam["fit_peak_gb"], entry["peak_gb"])
-        fam["fit_increment_gb"] = max(fam["fit_increment_gb"], entry["increment_gb"])
-    for (name, variant), entry in recorder.score.items():
-        fam = families.setdefault(name, {"variants": set(), "fit_s": 0.0, "score_s": 0.0, "fit_peak_gb": 0.0,
-                                         "fit_increment_gb": 0.0, "score_peak_gb": 0.0, "score_increment_gb": 0.0})
-        fam["variants"].add(variant)
-        fam["score_s"] += entry["s"]
-        fam["score_peak_gb"] = max(fam["score_peak_gb"], entry["peak_gb"])
-        fam["score_increment_gb"] = max(fam["score_increment_gb"], entry["increment_gb"])
+    for phase, records in (("fit", recorder.fit), ("score", recorder.score)):
+        for (name, variant), entry in records.items():
+            fam = families.setdefault(name, {"variants": set(), "fit_s": 0.0, "score_s": 0.0, "fit_peak_gb": 0.0,
+                                             "fit_increment_gb": 0.0, "score_peak_gb": 0.0,
+                                             "score_increment_gb": 0.0})
+            fam["variants"].add(variant)
+            fam[f"{phase}_s"] += entry["s"]
+            fam[f"{phase}_peak_gb"] = max(fam[f"{phase}_peak_gb"], entry["peak_gb"])
+            fam[f"{phase}_increment_gb"] = max(fam[f"{phase}_increment_gb"], entry["increment_gb"])
     for fam in families.values():
         fam["variants"] = sorted(fam["variants"])
         fam["total_s"] = fam["fit_s"] + fam["score_s"]

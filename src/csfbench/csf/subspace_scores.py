@@ -24,6 +24,12 @@ from csfbench.csf.blocks import row_blocks
 RESIDUAL_RTOL = 1e-10
 
 
+def _finite(x: np.ndarray, name: str) -> np.ndarray:
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} contains {int(np.count_nonzero(~np.isfinite(x)))} NaN/Inf value(s)")
+    return x
+
+
 def as_matrix(x, name: str, min_rows: int = 1, n_cols: int | None = None) -> np.ndarray:
     """``x`` as a finite 2-D float array (float32 kept, anything else float64), else ValueError."""
     x = np.asarray(x)
@@ -35,9 +41,7 @@ def as_matrix(x, name: str, min_rows: int = 1, n_cols: int | None = None) -> np.
         raise ValueError(f"{name} needs at least {min_rows} rows (samples), got {x.shape[0]}")
     if n_cols is not None and x.shape[1] != n_cols:
         raise ValueError(f"{name} must have {n_cols} columns, got shape {x.shape}")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains {int(np.count_nonzero(~np.isfinite(x)))} NaN/Inf value(s)")
-    return x
+    return _finite(x, name)
 
 
 def as_vector(x, name: str, length: int | None = None) -> np.ndarray:
@@ -47,9 +51,7 @@ def as_vector(x, name: str, length: int | None = None) -> np.ndarray:
         raise ValueError(f"{name} must be a 1-D array, got shape {x.shape}")
     if length is not None and x.shape[0] != length:
         raise ValueError(f"{name} must have length {length}, got {x.shape[0]}")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains {int(np.count_nonzero(~np.isfinite(x)))} NaN/Inf value(s)")
-    return x
+    return _finite(x, name)
 
 
 def as_logits(logits, n_rows: int) -> np.ndarray:
