@@ -146,19 +146,18 @@ def _modes(spec: dict) -> tuple[str, ...]:
 def fit_csf(spec: dict, csf_cfg: dict, group: str, train_h5: str | Path, val_h5: str | Path,
             out_h5: str | Path) -> None:
     """Fit every CSF variant of one (model, projection fit group) on train + val into ``fit.h5``."""
-    import h5py
-
     from csfbench.config import spec_hash
     from csfbench.csf.engine import TuningSettings, fit_mode
     from csfbench.csf.inputs import load_splits
     from csfbench.csf.store import write_fit
+    from csfbench.features.store import read_features
     from csfbench.provenance import git_commit, package_version, utc_now
 
     expect = {"model": spec["model"], "source": spec["source"]}
-    with h5py.File(train_h5, "r", locking=False) as fh:
-        if "head/weight" not in fh:
-            raise ValueError(f"{train_h5}: the train feature file has no 'head/weight'")
-        head = (fh["head/weight"][()], fh["head/bias"][()])
+    arrays, _ = read_features(train_h5, keys=("head/weight", "head/bias"))
+    if "head/weight" not in arrays:
+        raise ValueError(f"{train_h5}: the train feature file has no 'head/weight'")
+    head = (arrays["head/weight"], arrays["head/bias"])
     quirks = csf_cfg.get("quirks", "strict")
     tuning = TuningSettings.from_config(csf_cfg)
     train, val = (load_splits(path, _modes(spec), expect) for path in (train_h5, val_h5))
