@@ -54,7 +54,7 @@ def rank_blocks(values: pd.DataFrame, *, alpha: float = 0.05, p_adjust: str = DE
         "iman_davenport": {"statistic": _finite(friedman.iman_davenport),
                            "pvalue": _finite(friedman.iman_davenport_pvalue)},
         "mean_ranks": {name: ranks[name] for name in best_first},
-        "pvalues": {a: {b: _finite(pvalues.at[a, b]) for b in best_first} for a in best_first},
+        "pvalues": {a: dict(zip(best_first, map(_finite, row))) for a, row in zip(best_first, pvalues.to_numpy())},
         "cliques": [list(c.members) for c in cliques],
         "layers": [{"members": list(c.members), "mean_rank": c.mean_rank} for c in greedy_layers(cliques)],
         "alpha": float(alpha),

@@ -1,0 +1,221 @@
+"""The paper's ranking analysis on the results table (spec 000 §5, Figure 1) after V3 selection.
+
+One *analysis* (cell) = metric group × backbone × MCD flag × source × evaluation regime. Its rows are
+the validation-selected (V3) test-split rows of that cell; its entities are the CSF variants
+(``"MSR"``, ``"MSR global"``, ``"KPCA RecError class_pred"``: CSF name, then the projection unless it
+is ``none``); its blocks are the ``blocks`` columns (default dataset × paradigm × metric, the
+paper-time Figure 1 design; add ``run`` for the worked example's design), with the runs averaged
+inside a block when ``run`` is not a block column. Lower metric value = better (AUGRC, AURC, ...),
+unless the metric is in :data:`csfbench.aggregate.selection.HIGHER_IS_BETTER`; a group mixes only
+metrics of one orientation.
+
+Regimes: ``test`` (the ID test set, misclassification), the semantic regimes ``near``/``mid``/``far``
+(the rows' ``regime``), ``covariate`` and ``adversarial``. The failure scheme of each shift type is a
+setting (:data:`DEFAULTS`: the paper's protocols, ``misclf`` within ID/covariate/adversarial sets and
+``correct_vs_ood`` for semantic sets).
+
+Every declared analysis writes a JSON and a CSV: a cell with too little data (no rows, fewer than two
+CSF variants or complete blocks, every block tied) is written with ``status: "skipped"`` and the
+reason instead of failing the job.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from csfbench.aggregate.selection import HIGHER_IS_BETTER, selected_rows
+from csfbench.atomic import atomic_path
+from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
+
+log = logging.getLogger(__name__)
+
+REGIMES = ("test", "near", "mid", "far", "covariate", "adversarial")
+DEFAULTS: dict[str, Any] = {
+    "alpha": 0.05,
+    # "none" reproduces the paper's published cliques (spec §5.4); "holm" is what its text states
+    "p_adjust": "none",
+    "blocks": ["dataset", "paradigm", "metric"],
+    # group name -> metrics ranked together; "rc" is Figure 1's metric group
+    "metric_groups": {"rc": ["augrc", "aurc"], "augrc": ["augrc"], "aurc": ["aurc"]},
+    # shift type of the evaluation set -> failure scheme whose rows are ranked
+    "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf", "adversarial": "misclf"},
+}
+_BLOCK_COLUMNS = ("dataset", "paradigm", "metric", "run", "dropout", "reward")
+SHIFT_TYPE = {"test": "id", "near": "semantic", "mid": "semantic", "far": "semantic", "covariate": "covariate",
+              "adversarial": "adversarial"}
+CSV_COLUMNS = ["entity", "mean_rank", "layer", "top_clique"]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One ranking cell; ``name`` is its file stem relative to the rankings folder."""
+
+    group: str
+    backbone: str
+    mcd: bool
+    source: str
+    regime: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.group}/{self.backbone}_{'mcd' if self.mcd else 'det'}_{self.source}_{self.regime}"
+
+
+def ranking_settings(section: dict | None) -> dict[str, Any]:
+    """The config's ``ranking`` section completed with :data:`DEFAULTS`, checked."""
+    settings = {**DEFAULTS, **(section or {})}
+    settings["schemes"] = {**DEFAULTS["schemes"], **settings["schemes"]}
+    unknown = [c for c in settings["blocks"] if c not in _BLOCK_COLUMNS]
+    if unknown or not settings["blocks"]:
+        raise ValueError(f"ranking.blocks: expected a non-empty list of {list(_BLOCK_COLUMNS)}, got {settings['blocks']}")
+    for group, metrics in settings["metric_groups"].items():
+        orientations = {m in HIGHER_IS_BETTER for m in metrics}
+        if not metrics or len(orientations) != 1:
+            raise ValueError(f"ranking.metric_groups.{group}: expected metrics of one orientation, got {metrics}")
+    return settings
+
+
+def analyses(config: dict) -> list[Analysis]:
+    """Every analysis of a workflow config: groups × backbones × MCD flags × sources × :data:`REGIMES`.
+
+    The MCD flag is declared for a backbone that has dropout models and MC-dropout passes.
+    """
+    settings = ranking_settings(config.get("ranking"))
+    out = []
+    for group in settings["metric_groups"]:
+        for backbone, spec in config["backbones"].items():
+            flags = [False] + ([True] if 1 in spec["dropout"] and spec.get("mcd_samples", 0) > 0 else [])
+            for mcd in flags:
+                out.extend(Analysis(group, backbone, mcd, source, regime)
+                           for source in config["sources"] for regime in REGIMES)
+    return out
+
+
+def output_paths(out_dir: str | Path, cells: Iterable[Analysis]) -> dict[str, list[str]]:
+    """The JSON and CSV file of every analysis under ``out_dir`` (the rule declares exactly these)."""
+    cells = list(cells)
+    return {ext: [f"{out_dir}/{a.name}.{ext}" for a in cells] for ext in ("json", "csv")}
+
+
+def variant_name(csf: str, projection: str) -> str:
+    """Entity name of a CSF variant: the CSF name, then the projection unless it is ``none``."""
+    return csf if projection == "none" else f"{csf} {projection}"
+
+
+def ranked_rows(selected: pd.DataFrame, settings: dict) -> pd.DataFrame:
+    """The selected test-split rows of the ranked schemes, with ``cell_regime`` and ``entity`` columns."""
+    rows = selected[selected["split"] == "test"]
+    scheme = rows["shift_type"].map(settings["schemes"])
+    rows = rows[rows["scheme"] == scheme]
+    metrics = {m for group in settings["metric_groups"].values() for m in group}
+    rows = rows[rows["metric"].isin(metrics)]
+    regime = rows["regime"].astype(str).where(rows["shift_type"] == "semantic", rows["shift_type"].astype(str))
+    regime = regime.where(rows["shift_type"] != "id", rows["dataset"].astype(str))
+    entity = [variant_name(c, p) for c, p in zip(rows["csf"].astype(str), rows["projection"].astype(str))]
+    return rows.assign(cell_regime=regime.to_numpy(), entity=entity)
+
+
+def selected_ranked_rows(table: pd.DataFrame, settings: dict, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+    """:func:`ranked_rows` of the V3-selected rows of ``metrics`` (default: every group's metrics).
+
+    The table is cut down first to the rows the result depends on: those metrics (selection is per
+    metric), and the validation rows plus the ranked scheme of each shift type (on the paper grid this
+    keeps ~6 % of the rows, so selection does not merge the whole table).
+    """
+    if metrics is None:
+        metrics = {m for group in settings["metric_groups"].values() for m in group}
+    keep = table["metric"].isin(list(metrics)) & (
+        (table["split"] == "val") | (table["scheme"] == table["shift_type"].map(settings["schemes"])))
+    table = table[keep]
+    return ranked_rows(selected_rows(table) if len(table) else table, settings)
+
+
+def run_analysis(rows: pd.DataFrame | None, analysis: Analysis, settings: dict) -> dict[str, Any]:
+    """Rank one cell (``rows``: its :func:`ranked_rows`, or None); a JSON-ready dict with ``status``."""
+    metrics = list(settings["metric_groups"][analysis.group])
+    header = {"analysis": asdict(analysis), "metrics": metrics, "blocks": list(settings["blocks"]),
+              "scheme": settings["schemes"][SHIFT_TYPE[analysis.regime]]}
+    if rows is None or rows.empty:
+        return {**header, "status": "skipped", "reason": f"no selected rows for regime '{analysis.regime}' of "
+                f"{analysis.backbone} ({'MCD' if analysis.mcd else 'non-MCD'}) on {analysis.source} with metrics {metrics}"}
+    blocks = list(settings["blocks"])
+    means = rows.groupby(blocks + ["entity"], as_index=False, observed=True, sort=False)["value"].mean()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IncompleteBlocksWarning)  # the dropped blocks are in the result
+            result = rank_table(means, blocks, "entity", "value", alpha=settings["alpha"],
+                                p_adjust=settings["p_adjust"], higher_is_better=metrics[0] in HIGHER_IS_BETTER)
+    except StatsInputError as err:
+        return {**header, "status": "skipped", "reason": str(err)}
+    return {**header, "status": "ok", "reason": None, **result}
+
+
+def ranking_frame(result: dict[str, Any]) -> pd.DataFrame:
+    """Per-entity table of a result: mean rank, greedy layer (1 = best; empty = none), top-clique flag."""
+    if result["status"] != "ok":
+        return pd.DataFrame(columns=CSV_COLUMNS)
+    layer_of = {m: i for i, layer in enumerate(result["layers"], 1) for m in layer["members"]}
+    rows = [{"entity": e, "mean_rank": r, "layer": layer_of.get(e), "top_clique": layer_of.get(e) == 1}
+            for e, r in result["mean_ranks"].items()]
+    return pd.DataFrame(rows, columns=CSV_COLUMNS).astype({"layer": "Int64"})
+
+
+def summary_row(result: dict[str, Any]) -> dict[str, Any]:
+    """One line of the summary table for an analysis result."""
+    a = result["analysis"]
+    ok = result["status"] == "ok"
+    return {"group": a["group"], "backbone": a["backbone"], "mcd": a["mcd"], "source": a["source"],
+            "regime": a["regime"], "status": result["status"], "reason": result["reason"],
+            "n_entities": len(result["mean_ranks"]) if ok else 0, "n_blocks": result["n_blocks"] if ok else 0,
+            "n_dropped_blocks": len(result["dropped_blocks"]) if ok else 0,
+            "friedman_chi2": result["friedman"]["statistic"] if ok else None,
+            "friedman_p": result["friedman"]["pvalue"] if ok else None,
+            "iman_davenport_f": result["iman_davenport"]["statistic"] if ok else None,
+            "iman_davenport_p": result["iman_davenport"]["pvalue"] if ok else None,
+            "top_clique": "; ".join(result["layers"][0]["members"]) if ok else ""}
+
+
+def rank_results(table: pd.DataFrame, cells: Iterable[Analysis], settings: dict) -> list[dict[str, Any]]:
+    """Select (V3) and rank every analysis of ``cells`` on the results ``table``."""
+    rows = selected_ranked_rows(table, settings)
+    metric_group = {m: [g for g, ms in settings["metric_groups"].items() if m in ms] for m in rows["metric"].unique()}
+    by_cell: dict[tuple, pd.DataFrame] = {}
+    keys = ["backbone", "mcd", "source", "cell_regime"]
+    for key, part in rows.groupby(keys, observed=True, sort=False):
+        by_cell[(str(key[0]), bool(key[1]), str(key[2]), str(key[3]))] = part
+    results = []
+    for cell in cells:
+        part = by_cell.get((cell.backbone, cell.mcd, cell.source, cell.regime))
+        if part is not None:
+            part = part[part["metric"].map(lambda m: cell.group in metric_group.get(m, ()))]
+        results.append(run_analysis(part, cell, settings))
+    return results
+
+
+def write_rankings(results_table: str | Path, settings_section: dict | None, cells: list[Analysis | dict],
+                   out_dir: str | Path, summary_csv: str | Path) -> list[dict[str, Any]]:
+    """Rank every analysis of ``cells`` (:class:`Analysis` or its fields as a dict) on the results table
+    and write their JSON/CSV files (:func:`output_paths`) and the summary table."""
+    settings = ranking_settings(settings_section)
+    cells = [c if isinstance(c, Analysis) else Analysis(**c) for c in cells]
+    results = rank_results(pd.read_parquet(results_table), cells, settings)
+    paths = output_paths(out_dir, cells)
+    for result, json_path, csv_path in zip(results, paths["json"], paths["csv"]):
+        with atomic_path(json_path) as tmp:
+            tmp.write_text(json.dumps(result, indent=1) + "\n")
+        with atomic_path(csv_path) as tmp:
+            ranking_frame(result).to_csv(tmp, index=False)
+    with atomic_path(summary_csv) as tmp:
+        pd.DataFrame([summary_row(r) for r in results]).to_csv(tmp, index=False)
+    n_ok = sum(r["status"] == "ok" for r in results)
+    log.info("%d analyses ranked, %d skipped", n_ok, len(results) - n_ok)
+    for result in results:
+        if result["status"] != "ok":
+            log.info("skipped %s: %s", Analysis(**result["analysis"]).name, result["reason"])
+    return results
