@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import dataclasses
+from unittest import mock
 
 import numpy as np
 import pytest
 from csf_synthetic import make_splits
 
+from csfbench.csf import engine
 from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
 from csfbench.csf.projection import GROUP_VARIANTS, GROUPS, ClassSubspaces, Pca, class_views, n_components
 from csfbench.csf.registry import EXPECTED, variants_for
 from csfbench.csf.store import read_fit, write_fit
 from csfbench.csf.temperature import fit_temperature, temperature_nll
 from csfbench.csf.logit_scores import softmax
+from csfbench.csf.views import build_views
 
 # spec 000 §3.4, written out independently of the registry: CSF -> supported variants
 SUPPORT = {
@@ -132,6 +135,34 @@ def test_tuning_is_deterministic_and_uses_the_budget():
         assert first.csfs[key].objectives.max() == pytest.approx(first.csfs[key].objectives.max())
     assert 1 <= first.csfs[("GEN", "none")].params["m"] <= ctx.n_classes
     assert isinstance(first.csfs[("GEN", "none")].params["m"], int)
+
+
+def test_a_tuned_state_is_the_best_probes_state_and_is_not_refitted():
+    splits, ctx = make_splits()
+    tuning = TuningSettings(init_points=3, n_iter=2, seed=1,
+                            fixed={"projection": FIXED["projection"], "KPCA RecError": {"n_landmarks": 40}})
+    fits = {"NNGuide": 0, "KPCA RecError": 0}
+
+    def counted(csf):
+        def fit(train, c, hp):
+            fits[csf.name] += 1
+            return csf.fit(train, c, hp)
+        return dataclasses.replace(csf, fit=fit)
+
+    def counted_variants(backbone, variants):
+        return [(counted(csf) if csf.name in fits else csf, v) for csf, v in variants_for(backbone, variants)]
+
+    with mock.patch.object(engine, "variants_for", counted_variants):
+        fitted = fit_mode("global", splits["train"], splits["val"], ctx, tuning)
+    assert fits == {"NNGuide": 5, "KPCA RecError": 5}  # one fit per probe, none after the search
+    train_views = build_views(splits["train"], fitted.projection, ctx.weight, ctx.bias, fitted.temperatures)
+    for name in fits:
+        item = fitted.csfs[(name, "global")]
+        assert len(item.objectives) == 5
+        refit = engine.BY_NAME[name].fit(train_views["global"], ctx, item.params)
+        assert item.state.keys() == refit.keys()
+        for key in refit:
+            np.testing.assert_array_equal(item.state[key], refit[key])
 
 
 def test_fitting_accepts_only_the_train_and_val_splits():

@@ -367,6 +367,16 @@ def test_pnml_full_rank_training_has_vanishing_perp():
     assert np.abs(fit["p_perp"]).max() < 1e-10
 
 
+def test_pnml_score_with_vanishing_perp_equals_the_two_form_rule():
+    # full-rank training: the score skips x̃ᵀP_perp x̃ (bounded below a/(1+a)); it must equal the rule
+    rng = np.random.default_rng(12)
+    fit = pnml_fit(rng.normal(size=(50, 4)))
+    w, b = rng.normal(size=(3, 4)), rng.normal(size=3)
+    h = np.vstack([rng.normal(size=(6, 4)), 30.0 * rng.normal(size=(2, 4))])
+    expected = [_ref_pnml(list(r), w, b, fit["p_plus"], fit["p_perp"]) for r in h]
+    assert np.allclose(pnml_score(h, w, b, **fit), expected, rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------
 # chunking and orientation
 # ---------------------------------------------------------------------------------------------
@@ -439,9 +449,24 @@ def test_chunked_scores_equal_single_block(monkeypatch):
         maha = maha_fit(train, y_train, len(weight))
         bank = nnguide_bank(train, z_train, y_train, len(weight), alpha=0.2)
         return [maha["precision"], maha_score(h, **maha), max_cosine(h, weight),
-                nnguide_score(h, z, bank, 7), pnml_score(h, weight, bias, **pnml_fit(train))]
+                pnml_score(h, weight, bias, **pnml_fit(train)), nnguide_score(h, z, bank, 7)]
 
     whole = run()
     monkeypatch.setattr(blocks, "MAX_BLOCK_ENTRIES", 40)  # a handful of rows per block
-    for a, b in zip(whole, run()):
+    chunked = run()
+    for a, b in zip(whole[:-1], chunked[:-1]):
         assert np.allclose(a, b, rtol=1e-10, atol=1e-12)
+    # NNGuide's similarities are float32 GEMMs, whose rounding BLAS may order differently per block size
+    assert np.allclose(whole[-1], chunked[-1], rtol=1e-6, atol=0)
+
+
+def test_nnguide_float32_similarities_match_float64_reference():
+    train, y_train, test_id, test_ood, weight, bias, _ = _synthetic(2)
+    bank = nnguide_bank(train, train @ weight.T + bias, y_train, len(weight), alpha=0.5)
+    h = np.vstack([test_id, test_ood])
+    z = h @ weight.T + bias
+    similarities = h / np.linalg.norm(h, axis=1, keepdims=True) @ bank.T
+    for k in (1, 5, 40):
+        top = np.sort(similarities, axis=1)[:, -k:]
+        expected = np.log(np.exp(z).sum(axis=1)) * top.mean(axis=1)
+        assert np.allclose(nnguide_score(h, z, bank, k), expected, rtol=1e-6, atol=0)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from csfbench.csf import kpca
 from csfbench.csf import logit_scores as ls
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import GROUP_VARIANTS, ClassSubspaces, Pca, class_fit_data, class_views, project, \
@@ -156,9 +157,19 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
         params = {k: fixed[k] for k in space}
         return FittedCsf(params, csf.fit(train, ctx, params) if csf.fit else None)
     label = f"{csf.name} [{variant}]"
-    params, probed, objectives = tune(lambda p: _objective(run(p)[1], val.split), space, tuning.init_points,
-                                      tuning.n_iter, tuning.seed, label)
-    return FittedCsf(params, run(params)[0], probed, objectives)
+    best: dict = {}  # the state of the first best probe, so the tuned CSF is not fitted once more
+
+    def probe(p):
+        state, conf = run(p)
+        value = _objective(conf, val.split)
+        if np.isfinite(value) and value > best.get("objective", -np.inf):
+            best.update(objective=value, params=p, state=state)
+        return value
+
+    with kpca.reuse_decompositions():  # probes that repeat (γ, L) with another v reuse the decomposition
+        params, probed, objectives = tune(probe, space, tuning.init_points, tuning.n_iter, tuning.seed, label)
+    state = best["state"] if best.get("params") == params else run(params)[0]
+    return FittedCsf(params, state, probed, objectives)
 
 
 def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings) -> FittedMode:

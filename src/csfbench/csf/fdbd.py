@@ -27,7 +27,8 @@ def fdbd(features: np.ndarray, logits: np.ndarray, weight: np.ndarray, train_mea
     rows = np.arange(len(logits))
     pred = np.argmax(logits, axis=1)
     boundary_norms = cdist(weight, weight)  # C×C, ||w_a - w_b||_2
-    np.fill_diagonal(boundary_norms, np.inf)  # drops the c = ŷ term (0 / inf = 0)
+    np.fill_diagonal(boundary_norms, np.inf)  # drops the c = ŷ term (1 / inf = 0)
     margins = np.abs(logits[rows, pred][:, None] - logits)
-    mean_distance = np.sum(margins / boundary_norms[pred], axis=1) / (n_classes - 1)
-    return mean_distance / np.linalg.norm(features - np.asarray(train_mean, dtype=np.float64), axis=1)
+    mean_distance = np.einsum("nc,nc->n", margins, (1.0 / boundary_norms)[pred]) / (n_classes - 1)
+    centred = features - np.asarray(train_mean, dtype=np.float64)
+    return mean_distance / np.sqrt(np.einsum("nd,nd->n", centred, centred))

@@ -15,9 +15,9 @@ The validation, blocking and eigen-decomposition helpers here are shared with
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from csfbench.csf.blocks import row_blocks
+from csfbench.csf.logit_scores import energy
 
 #: target number of float64 values in one row block (32 MiB)
 #: a mean training residual below this fraction of the RMS ‖h − u‖ counts as zero (ViM's alpha undefined)
@@ -96,7 +96,8 @@ def _residual_norm(features: np.ndarray, origin: np.ndarray, basis: np.ndarray) 
     """‖Rᵀ(h − u)‖₂ per row (N,), in row blocks."""
     norms = np.empty(features.shape[0])
     for rows in row_blocks(features.shape[0], features.shape[1]):
-        norms[rows] = np.linalg.norm((features[rows].astype(np.float64) - origin) @ basis, axis=1)
+        projected = (features[rows] - origin) @ basis  # float64: origin is float64
+        norms[rows] = np.sqrt(np.einsum("ij,ij->i", projected, projected))
     return norms
 
 
@@ -152,7 +153,7 @@ def vim_score(features, logits, origin, basis, alpha) -> np.ndarray:
     """
     features, origin, basis = _check_subspace(features, origin, basis)
     logits = as_logits(logits, features.shape[0])
-    return logsumexp(logits, axis=1) - float(alpha) * _residual_norm(features, origin, basis)
+    return energy(logits) - float(alpha) * _residual_norm(features, origin, basis)
 
 
 def neco_fit(features, n_components: int = 100) -> dict[str, np.ndarray]:

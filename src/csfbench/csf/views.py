@@ -7,6 +7,7 @@ once per (model, fit group), not once per CSF.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -33,9 +34,13 @@ class View:
     columns: dict | None = None
     class_logits: np.ndarray | None = None
 
-    @property
+    @cached_property
     def probs(self) -> np.ndarray:
-        """softmax(z / T); in MC-dropout mode the unprojected view uses the mean of the per-pass softmaxes."""
+        """softmax(z / T); in MC-dropout mode the unprojected view uses the mean of the per-pass softmaxes.
+
+        Computed once per view and shared by every probability-based CSF of the variant and by
+        every tuning probe on it (callers must not modify it in place).
+        """
         if self.variant == "none" and self.split.pass_logits is not None:
             return softmax(self.split.pass_logits, self.temperature).mean(1)
         return softmax(self.logits, self.temperature)
