@@ -17,6 +17,9 @@ include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/features.smk"
 include: "rules/csf.smk"
+include: "rules/shifts.smk"
+include: "rules/adversarial.smk"
+include: "rules/projnorm.smk"
 include: "rules/aggregate.smk"
 
 
@@ -26,4 +29,5 @@ rule all:
         features=all_feature_files(),
         metrics=all_metric_files(),
         results="results/results.parquet",
+        projnorm=projnorm_outputs(),
     localrule: True

@@ -9,7 +9,7 @@ from csfbench.ids import MODEL_PATTERN
 cfg.validate_config(config, source="snakemake config")
 
 SOURCES = list(config["sources"])
-DATASET_NAMES = sorted(set(config["datasets"]) | {"train", "val", "test"})
+DATASET_NAMES = sorted(set(config["datasets"]) | {"train", "val", "test"} | set(cfg.generated_set_names(config)))
 
 
 wildcard_constraints:
@@ -37,8 +37,8 @@ def _model_spec_json(source, model):
 
 
 @functools.cache
-def _eval_set_json(source, dataset):
-    return json.dumps(cfg.eval_set_spec(config, source, dataset), sort_keys=True)
+def _eval_set_json(source, dataset, model=None):
+    return json.dumps(cfg.eval_set_spec(config, source, dataset, model), sort_keys=True)
 
 
 # cached: the paper grid evaluates these for ~15,000 jobs while the DAG is built
@@ -47,7 +47,8 @@ def model_spec_json(wildcards):
 
 
 def eval_set_json(wildcards):
-    return _eval_set_json(wildcards.source, wildcards.dataset)
+    # the model matters only for its own adversarial sets
+    return _eval_set_json(wildcards.source, wildcards.dataset, wildcards.get("model"))
 
 
 def demo_files():
@@ -82,6 +83,10 @@ def train_inputs(wildcards):
 
 def extract_inputs(wildcards):
     spec = _model_spec(wildcards.source, wildcards.model)
+    generated = cfg.generated_set_folder(wildcards.source, wildcards.dataset, wildcards.model)
+    if generated is not None:  # a corruption or adversarial set written by the shift study's rules
+        return {"checkpoint": f"results/models/{wildcards.source}/{wildcards.model}/checkpoint.pt",
+                "images": f"{generated}/test/images.npy"}
     eval_set = cfg.eval_set_spec(config, wildcards.source, wildcards.dataset)
     name = eval_set["dataset"]["name"] if "dataset" in eval_set else spec["dataset"]["name"]
     return {
@@ -90,9 +95,9 @@ def extract_inputs(wildcards):
     }
 
 
-def scored_datasets(source):
-    """Evaluation sets that are scored: every set but the training split."""
-    return [d for d in cfg.eval_datasets(config, source) if d != "train"]
+def scored_datasets(source, model=None):
+    """Evaluation sets that are scored: every set but the training split (with a model: also its generated sets)."""
+    return [d for d in cfg.eval_datasets(config, source, model) if d != "train"]
 
 
 def score_inputs(wildcards):
@@ -111,13 +116,74 @@ def all_metric_files():
         f"results/metrics/{source}/{model}/{projection}/{dataset}.parquet"
         for source, model in cfg.iter_models(config)
         for projection in config["csf"]["groups"]
-        for dataset in scored_datasets(source)
-    ]
+        for dataset in scored_datasets(source, model)
+    ] + projnorm_metric_files()
 
 
 def all_feature_files():
     return [
         f"results/features/{source}/{model}/{dataset}.h5"
         for source, model in cfg.iter_models(config)
-        for dataset in cfg.eval_datasets(config, source)
+        for dataset in cfg.eval_datasets(config, source, model)
     ]
+
+
+# shift study and ProjNorm (rules/shifts.smk, adversarial.smk, projnorm.smk)
+PROJNORM = json.dumps(cfg.projnorm_settings(config), sort_keys=True)
+
+
+def projnorm_partner(wildcards):
+    """Checkpoint of the AgreeScore partner model (empty when projnorm.agree_run_offset is 0)."""
+    partner = cfg.agree_partner(config, wildcards.model)
+    return {"partner": f"results/models/{wildcards.source}/{partner}/checkpoint.pt"} if partner else {}
+
+
+def projnorm_shift_inputs(wildcards):
+    return {**extract_inputs(wildcards), **projnorm_partner(wildcards),
+            "reference": f"results/projnorm/{wildcards.source}/{wildcards.model}/reference.safetensors"}
+
+
+def projnorm_partner_spec(wildcards):
+    partner = cfg.agree_partner(config, wildcards.model)
+    return _model_spec_json(wildcards.source, partner) if partner else "null"
+
+
+def projnorm_study(source):
+    """(model, sets) of a source's study: the model's spec, val features, and per set its eval spec and files."""
+    return [
+        {
+            "spec": _model_spec(source, str(model)),
+            "val": f"results/features/{source}/{model}/val.h5",
+            "sets": [
+                {
+                    "eval_set": cfg.eval_set_spec(config, source, d, model),
+                    "features": f"results/features/{source}/{model}/{d}.h5",
+                    "projnorm": f"results/projnorm/{source}/{model}/{d}.json",
+                }
+                for d in cfg.projnorm_sets(config, source, model)
+            ],
+        }
+        for s, model in cfg.study_models(config)
+        if s == source
+    ]
+
+
+def projnorm_eval_inputs(wildcards):
+    study = projnorm_study(wildcards.source)
+    return [m["val"] for m in study] + [f for m in study for s in m["sets"] for f in (s["features"], s["projnorm"])]
+
+
+def projnorm_sources():
+    return sorted({source for source, _ in cfg.study_models(config)}) if "projnorm" in config else []
+
+
+def projnorm_outputs():
+    return [
+        f"results/{kind}/projnorm/{source}_{name}"
+        for source in projnorm_sources()
+        for kind, name in [("tables", "correlations.csv"), ("tables", "stress.csv"), ("figures", "scatter.png")]
+    ]
+
+
+def projnorm_metric_files():
+    return [f"results/tables/projnorm/{source}_rows.parquet" for source in projnorm_sources()]

@@ -12,13 +12,14 @@ from csfbench.training.loop import resolve_device, train_model
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
+    """A tiny Deep Gamblers VGG trained on the blobs (also used by test_projnorm.py): model, spec, train, test."""
     root = write_blobs(tmp_path_factory.mktemp("blobs"), n_train=256, n_test=192)
     spec = tiny_spec(root, paradigm="dg", dropout=0, epochs=3)
     train = source_split(spec["dataset"], spec["val_size"], "train")
     val = source_split(spec["dataset"], spec["val_size"], "val")
     work = tmp_path_factory.mktemp("model")
     model = train_model(spec, train, val, work / "c.pt", work / "h.csv", work / "r.pt", device=torch.device("cpu"))
-    return model.eval(), spec, source_split(spec["dataset"], spec["val_size"], "test")
+    return model.eval(), spec, train, source_split(spec["dataset"], spec["val_size"], "test")
 
 
 def _batch(images, spec):
@@ -33,7 +34,7 @@ def _error(forward, x, y):
 
 @pytest.mark.parametrize("random_start", [False, True])
 def test_pgd_respects_eps_ball_and_pixel_range(trained, random_start):
-    model, spec, test = trained
+    model, spec, _, test = trained
     x, y = _batch(test, spec)
     eps = 8 / 255
     x_adv = pgd_linf(pixel_forward(model, spec), x, y, eps, steps=5, step_size=2 / 255, random_start=random_start,
@@ -44,7 +45,7 @@ def test_pgd_respects_eps_ball_and_pixel_range(trained, random_start):
 
 
 def test_error_rises_with_eps(trained):
-    model, spec, test = trained
+    model, spec, _, test = trained
     forward = pixel_forward(model, spec)
     x, y = _batch(test, spec)
     errors = [_error(forward, pgd_linf(forward, x, y, e / 255, steps=7, step_size=2.5 * e / 255 / 7), y)
@@ -69,7 +70,7 @@ def test_fgsm_is_one_signed_gradient_step():
 
 
 def test_attack_set_stores_uint8_inside_eps(trained):
-    model, spec, test = trained
+    model, spec, _, test = trained
     attack = {"name": "pgd", "eps": 4, "steps": 5, "step_size": 1, "random_start": False}
     adv, summary = attack_set(model, spec, test, attack, batch_size=64, device=torch.device("cpu"), seed=0)
     clean = np.stack([test.image(i) for i in range(len(test))])
@@ -89,7 +90,7 @@ def test_device_selection_prefers_cuda():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)")
 def test_attack_on_gpu(trained):
-    model, spec, test = trained
+    model, spec, _, test = trained
     attack = {"name": "fgsm", "eps": 8}
     adv_gpu, _ = attack_set(model.to("cuda"), spec, test, attack, 64, torch.device("cuda"), 0)
     adv_cpu, _ = attack_set(model.to("cpu"), spec, test, attack, 64, torch.device("cpu"), 0)

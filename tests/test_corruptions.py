@@ -5,7 +5,7 @@ from PIL import Image
 from skimage import data
 
 from csfbench.data.readers import read_cifar_c
-from csfbench.shifts import CORRUPTIONS, SEVERITIES, corrupt_image, corrupt_images
+from csfbench.shifts.corruptions import CORRUPTIONS, SEVERITIES, corrupt_image, corrupt_images
 from csfbench.shifts.cifar_c import write_cifar_c_archive
 
 

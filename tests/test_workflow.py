@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from conftest import REPO, venv_bin
-from csfbench.config import eval_datasets, iter_models, load_config
+from csfbench.config import (adversarial_sets, corruption_sets, eval_datasets, iter_models, load_config,
+                              projnorm_sets, study_models)
 from csfbench.csf.registry import variants_for
 from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
@@ -97,8 +98,10 @@ def test_summary_lists_models_and_files(micro_run):
     workdir, _, _ = micro_run
     proc = subprocess.run([venv_bin("csfbench"), "summary", "--results", str(workdir / "results")],
                           capture_output=True, text=True, check=True)
-    assert "3 models, 15 feature files" in proc.stdout
-    assert "36 metric files" in proc.stdout  # 3 models × 3 projection groups × 4 scored sets
+    # + the shift study (micro.yaml `shifts`): the AgreeScore partner (run 2) and the dg model's 3 corruption
+    # and 1 adversarial sets, each extracted and scored in 3 projection groups
+    assert "4 models, 19 feature files" in proc.stdout
+    assert "48 metric files" in proc.stdout  # 3 models × 3 projection groups × 4 scored sets + 4 × 3
     assert "vgg13_dg_do1_rew2.2_run1" in proc.stdout
 
 
@@ -116,10 +119,16 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     total = int(re.search(r"^total\s+(\d+)", out, re.M).group(1))
     config = load_config(REPO / "config/paper.yaml")
     n_models = len(list(iter_models(config)))
-    n_features = sum(len(eval_datasets(config, s)) for s, _ in iter_models(config))
+    n_features = sum(len(eval_datasets(config, s, m)) for s, m in iter_models(config))
     n_groups = len(config["csf"]["groups"])
     n_fits = n_models * n_groups
     n_scores = (n_features - n_models) * n_groups  # every set but the training split
+    # the shift study's own jobs: corrupt_set per source and set, adversarial_set, projnorm_reference and
+    # projnorm_shift per model and set, projnorm_evaluate per source (AgreeScore partners are in the grid)
+    study = study_models(config)
+    study_sources = {s for s, _ in study}
+    total -= (sum(len(corruption_sets(config, s)) for s in study_sources) + len(study_sources)
+              + sum(len(adversarial_sets(config, s, m)) + len(projnorm_sets(config, s, m)) + 1 for s, m in study))
     # all + index + train + extract + fit + score + aggregate
     assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")

@@ -18,6 +18,7 @@ import yaml
 
 from csfbench.errors import ConfigError
 from csfbench.ids import ModelId
+from csfbench.shifts import names as shift_names
 
 SCHEMA_PATH = Path(__file__).with_name("schema.yaml")  # symlink to config/schema.yaml
 SPLITS = ("train", "val", "test")
@@ -132,9 +133,15 @@ def model_ids(config: dict, source: str) -> list[ModelId]:
     return ids
 
 
-def eval_datasets(config: dict, source: str) -> list[str]:
-    """Evaluation sets of a source: the three ID splits, then its shifted sets in config order."""
-    return list(SPLITS) + list(config["sources"][source]["ood"])
+def eval_datasets(config: dict, source: str, model: ModelId | str | None = None) -> list[str]:
+    """Evaluation sets of a source: the three ID splits, then its shifted sets in config order.
+
+    With ``model``, a model of the shift study (``shifts`` section) also gets the generated corruption
+    sets of its source and its own adversarial sets.
+    """
+    generated = corruption_sets(config, source) + adversarial_sets(config, source, model) \
+        if model is not None and in_shift_study(config, source, model) else []
+    return list(SPLITS) + list(config["sources"][source]["ood"]) + generated
 
 
 def iter_models(config: dict) -> Iterator[tuple[str, ModelId]]:
@@ -217,10 +224,19 @@ def spec_hash(spec: dict) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def eval_set_spec(config: dict, source: str, dataset: str) -> dict:
-    """Name, shift type and regime of an evaluation set of ``source`` (an ID split or a shifted set)."""
+def eval_set_spec(config: dict, source: str, dataset: str, model: ModelId | str | None = None) -> dict:
+    """Name, shift type and regime of an evaluation set of ``source`` (an ID split or a shifted set).
+
+    A generated set's ``dataset`` entry points at the files its rule writes (``npy`` format); an
+    adversarial set belongs to one model, which must then be given.
+    """
     if dataset in SPLITS:
         return {"name": dataset, "shift_type": "id", "regime": "test" if dataset == "test" else dataset}
+    folder = generated_set_folder(source, dataset, model)
+    if folder is not None:
+        shift_type = "adversarial" if shift_names.parse_adversarial_set(dataset) else "covariate"
+        return {"name": dataset, "shift_type": shift_type, "regime": shift_type,
+                "dataset": {"name": dataset, "format": "npy", "path": folder, "split": "test", "options": {}}}
     entry = config["sources"][source]["ood"][dataset]
     return {"name": dataset, "shift_type": entry["shift_type"], "regime": entry.get("regime", entry["shift_type"]),
             "dataset": dataset_spec(config, dataset)}
@@ -253,3 +269,98 @@ def used_splits(config: dict, name: str) -> list[str]:
     if config.get("pretrain", {}).get("dataset") == name:
         splits.add("train")
     return sorted(splits)
+
+
+# ---------------------------------------------------------------------------------------------
+# shift study: generated corruption and adversarial sets, ProjNorm (spec papers-001-002-004 §3)
+# ---------------------------------------------------------------------------------------------
+
+GENERATED_ROOT = "results/data"
+
+
+def in_shift_study(config: dict, source: str, model: ModelId | str) -> bool:
+    """Whether ``model`` of ``source`` gets the generated sets (``shifts.sources`` / ``shifts.models``; default all)."""
+    study = config.get("shifts")
+    if study is None:
+        return False
+    return source in study.get("sources", config["sources"]) and str(model) in study.get("models", [str(model)])
+
+
+def study_models(config: dict) -> list[tuple[str, ModelId]]:
+    """(source, model) pairs of the shift study, in grid order."""
+    return [(s, m) for s, m in iter_models(config) if in_shift_study(config, s, m)]
+
+
+def corruption_sets(config: dict, source: str) -> list[str]:
+    """``corrupt-{family}-{severity}`` names of the corruption sets generated from ``source``'s test split."""
+    corruptions = config.get("shifts", {}).get("corruptions")
+    if not corruptions or source not in config["shifts"].get("sources", config["sources"]):
+        return []
+    return [shift_names.corruption_set(f, s) for f in corruptions["families"] for s in corruptions["severities"]]
+
+
+def adversarial_sets(config: dict, source: str, model: ModelId | str | None) -> list[str]:
+    """``{attack}-eps{ε}`` names of a study model's adversarial sets (ε in 1/255 units)."""
+    attacks = config.get("shifts", {}).get("adversarial", {}).get("attacks", {})
+    if model is None or not in_shift_study(config, source, model):
+        return []
+    return [shift_names.adversarial_set(name, eps) for name, attack in attacks.items() for eps in attack["eps"]]
+
+
+def generated_set_names(config: dict) -> list[str]:
+    """Every generated set name of the config (for the ``dataset`` wildcard)."""
+    names = {d for source in config["sources"] for d in corruption_sets(config, source)}
+    names |= {d for source, model in study_models(config) for d in adversarial_sets(config, source, model)}
+    return sorted(names)
+
+
+def generated_set_folder(source: str, dataset: str, model: ModelId | str | None) -> str | None:
+    """Folder of a generated set (``{folder}/test/images.npy``), None for a set that is not generated."""
+    if shift_names.parse_corruption_set(dataset):
+        return f"{GENERATED_ROOT}/shifts/{source}/{dataset}"
+    if shift_names.parse_adversarial_set(dataset):
+        if model is None:
+            raise ValueError(f"adversarial set {dataset!r} of source {source!r}: the model must be given")
+        return f"{GENERATED_ROOT}/adversarial/{source}/{model}/{dataset}"
+    return None
+
+
+def corruption_spec(config: dict, dataset: str) -> dict:
+    """Family, severity and seed of a corruption set."""
+    family, severity = shift_names.parse_corruption_set(dataset)
+    return {"family": family, "severity": severity, "seed": int(config["shifts"]["corruptions"].get("seed", 0))}
+
+
+def attack_spec(config: dict, dataset: str) -> dict:
+    """The attack of an adversarial set: name, ε and (PGD) steps, step size (1/255 units), random start."""
+    name, eps = shift_names.parse_adversarial_set(dataset)
+    attack = config["shifts"]["adversarial"]["attacks"][name]
+    spec = {"name": name, "eps": eps}
+    if name == "pgd":
+        steps = int(attack.get("steps", 10))
+        spec.update(steps=steps, step_size=float(attack.get("step_factor", 2.5)) * eps / steps,
+                    random_start=bool(attack.get("random_start", False)))
+    return spec
+
+
+def projnorm_sets(config: dict, source: str, model: ModelId | str) -> list[str]:
+    """The labelled sets ProjNorm and the baselines are evaluated on: ID test, covariate and adversarial sets."""
+    return ["test"] + [d for d in eval_datasets(config, source, model)[len(SPLITS):]
+                       if eval_set_spec(config, source, d, model)["shift_type"] in ("covariate", "adversarial")]
+
+
+def projnorm_settings(config: dict) -> dict:
+    """ProjNorm hyper-parameters with the paper's defaults (spec §3.3): T = 1000, lr 1e-3, batch 128."""
+    defaults = {"iterations": 1000, "lr": 1e-3, "batch_size": 128, "momentum": 0.9, "weight_decay": 0.0,
+                "seed": 1, "reference": "finetune", "max_samples": 0, "agree_run_offset": 0,
+                "atc_score": "negative_entropy"}
+    return {**defaults, **config.get("projnorm", {})}
+
+
+def agree_partner(config: dict, model: ModelId | str) -> str | None:
+    """The AgreeScore partner: the same configuration with run + ``projnorm.agree_run_offset`` (None when 0)."""
+    offset = int(projnorm_settings(config)["agree_run_offset"])
+    if not offset:
+        return None
+    mid = ModelId.parse(str(model))
+    return str(ModelId(mid.backbone, mid.paradigm, mid.dropout, mid.reward, mid.run + offset))

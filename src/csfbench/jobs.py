@@ -111,6 +111,13 @@ def pretrain(spec: dict, out_file: str | Path, history: str | Path) -> None:
     work.rmdir()
 
 
+def eval_images(spec: dict, eval_set: dict):
+    """The images of an evaluation set (an ID split of the model's source or a shifted set) and its split."""
+    if eval_set["shift_type"] == "id":
+        return source_split(spec["dataset"], spec["val_size"], eval_set["name"]), eval_set["name"]
+    return shift_set(eval_set["dataset"], eval_set["shift_type"]), eval_set["dataset"].get("split", "test")
+
+
 def extract(spec: dict, eval_set: dict, checkpoint: str | Path, out_h5: str | Path, batch_size: int,
             compression: str = "gzip", num_workers: int = 0) -> None:
     """Write the feature file of one (model, evaluation set)."""
@@ -120,12 +127,7 @@ def extract(spec: dict, eval_set: dict, checkpoint: str | Path, out_h5: str | Pa
 
     device = resolve_device()
     name = eval_set["name"]
-    if eval_set["shift_type"] == "id":
-        images = source_split(spec["dataset"], spec["val_size"], name)
-        split = name
-    else:
-        images = shift_set(eval_set["dataset"], eval_set["shift_type"])
-        split = eval_set["dataset"].get("split", "test")
+    images, split = eval_images(spec, eval_set)
     model = load_checkpoint(spec, checkpoint, device)
     extract_features(model, spec, images, out_h5, name, split, eval_set["shift_type"], batch_size, device,
                      compression=compression, num_workers=num_workers, with_head=(name == "train"))
@@ -211,3 +213,133 @@ def aggregate_results(metric_files: list[str], out_table: str | Path, out_select
         chosen.to_csv(tmp, index=False)
     log.info("results table: %d rows from %d files; %d selected configurations", len(table), len(metric_files),
              len(chosen))
+
+
+# ---------------------------------------------------------------------------------------------
+# shift study: corruption sets, adversarial sets, ProjNorm and its evaluation (spec §3)
+# ---------------------------------------------------------------------------------------------
+
+def _save_npy(array: np.ndarray, path: str | Path) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.save(fh, array)
+
+
+def corrupt_set(dataset: dict, val_size: int, corruption: dict, out_images: str | Path,
+                out_labels: str | Path) -> None:
+    """Corrupt the ID test split of a source (``corruption``: family, severity, seed) into the npy layout."""
+    from csfbench.shifts.corruptions import corrupt_images
+
+    images = source_split(dataset, val_size, "test")
+    clean = np.stack([images.image(i) for i in range(len(images))])
+    _save_npy(corrupt_images(clean, corruption["family"], corruption["severity"], corruption["seed"]), out_images)
+    _save_npy(images.labels.astype(np.int64), out_labels)
+    log.info("%s: %s severity %d on %d images", dataset["name"], corruption["family"], corruption["severity"],
+             len(images))
+
+
+def adversarial_set(spec: dict, attack: dict, checkpoint: str | Path, batch_size: int, out_images: str | Path,
+                    out_labels: str | Path) -> dict:
+    """Attack the model's ID test split (``attack`` from :func:`csfbench.config.attack_spec`) into the npy layout."""
+    from csfbench.attacks.sets import attack_set
+    from csfbench.config import derive_seed
+    from csfbench.models import load_checkpoint
+    from csfbench.training.loop import resolve_device
+
+    device = resolve_device()
+    images = source_split(spec["dataset"], spec["val_size"], "test")
+    model = load_checkpoint(spec, checkpoint, device)
+    adv, summary = attack_set(model, spec, images, attack, batch_size, device,
+                              derive_seed(spec["seed"], "attack", attack["name"], attack["eps"]))
+    _save_npy(adv, out_images)
+    _save_npy(images.labels.astype(np.int64), out_labels)
+    return summary
+
+
+def projnorm_reference(spec: dict, settings: dict, checkpoint: str | Path, out_file: str | Path) -> None:
+    """θ_ref of ProjNorm as safetensors: θ₀ fine-tuned on the training split (``reference: finetune``,
+    true labels, as in the authors' code) or the trained model itself (``reference: trained``)."""
+    from safetensors.torch import save_file
+
+    from csfbench.models import load_checkpoint
+    from csfbench.projnorm.finetune import finetune, initial_model, trained_parameters
+    from csfbench.training.loop import resolve_device
+
+    device = resolve_device()
+    if settings["reference"] == "trained":
+        model = load_checkpoint(spec, checkpoint, device)
+    else:
+        train_set = source_split(spec["dataset"], spec["val_size"], "train")
+        model = finetune(initial_model(spec, int(settings["seed"]), device), spec, train_set, train_set.labels,
+                         settings, device)
+    state = {k: v.detach().float().cpu().contiguous() for k, v in trained_parameters(model).items()}
+    with atomic_path(out_file) as tmp:
+        save_file(state, str(tmp))
+
+
+def projnorm_shift(spec: dict, eval_set: dict, settings: dict, checkpoint: str | Path, reference: str | Path,
+                   out_json: str | Path, partner_spec: dict | None = None,
+                   partner_checkpoint: str | Path | None = None) -> dict:
+    """ProjNorm of one (model, shifted set): pseudo-label with the model, fine-tune θ₀ on the pseudo-labels,
+    ‖θ_ref − θ̃‖₂; with a partner model also the AgreeScore disagreement rate on the same images."""
+    import time
+
+    from safetensors.torch import load_file
+
+    from csfbench.models import load_checkpoint
+    from csfbench.projnorm.baselines import agree_score
+    from csfbench.projnorm.finetune import finetune, initial_model, parameter_distance, predict, trained_parameters
+    from csfbench.training.loop import resolve_device
+
+    t0 = time.perf_counter()
+    device = resolve_device()
+    images, _ = eval_images(spec, eval_set)
+    m = int(settings.get("max_samples") or 0)
+    if 0 < m < len(images):
+        rng = np.random.default_rng(int(settings["seed"]))
+        images = images.subset(np.sort(rng.choice(len(images), m, replace=False)))
+    batch = int(settings["batch_size"])
+    pseudo = predict(load_checkpoint(spec, checkpoint, device), spec, images, batch, device)
+    tilde = finetune(initial_model(spec, int(settings["seed"]), device), spec, images, pseudo, settings, device)
+    value = parameter_distance(trained_parameters(tilde), load_file(str(reference)))
+    result = {"source": spec["source"], "model": spec["model"], "dataset": eval_set["name"],
+              "shift_type": eval_set["shift_type"], "n": len(images), "projnorm": value,
+              "settings": settings}
+    if partner_checkpoint:
+        partner = predict(load_checkpoint(partner_spec, partner_checkpoint, device), partner_spec, images, batch, device)
+        result.update(agree_score=agree_score(pseudo, partner), agree_partner=partner_spec["model"])
+    result["seconds"] = time.perf_counter() - t0
+    write_json_atomic(result, out_json)
+    log.info("%s/%s: ProjNorm %.4f on %d images (%.1fs)", spec["model"], eval_set["name"], value, len(images),
+             result["seconds"])
+    return result
+
+
+def projnorm_evaluate(models: list[dict], atc_score: str, out_tables: dict, out_figure: str | Path,
+                      out_metrics: str | Path) -> None:
+    """Tables, scatter plot and metric rows of one source's error-prediction study.
+
+    ``models`` items: ``{"spec", "val": h5, "sets": [{"eval_set", "features", "projnorm"}]}``;
+    ``out_tables``: paths for ``per_set``, ``correlations``, ``stress`` and ``stress_mse`` (CSV).
+    """
+    import pandas as pd
+
+    from csfbench.projnorm.evaluate import correlations, stress_table
+    from csfbench.projnorm.plots import scatter_plot
+    from csfbench.projnorm.rows import metric_rows
+    from csfbench.projnorm.study import model_rows
+
+    per_set = pd.concat([model_rows(m["spec"], m["val"], m["sets"], atc_score) for m in models], ignore_index=True)
+    corr = correlations(per_set)
+    stress, mse = stress_table(per_set)
+    for key, frame in (("per_set", per_set), ("correlations", corr), ("stress", stress), ("stress_mse", mse)):
+        with atomic_path(out_tables[key]) as tmp:
+            frame.to_csv(tmp, index=False, float_format="%.6g")
+    source = models[0]["spec"]["source"]
+    scatter_plot(per_set, out_figure, f"{source}: predictor vs test error ({len(models)} model(s))")
+    rows = metric_rows({m["spec"]["model"]: m["spec"] for m in models}, per_set, corr, stress)
+    with atomic_path(out_metrics) as tmp:
+        rows.to_parquet(tmp, index=False)
+    for row in corr.itertuples():
+        log.info("%s %s: R2 %.3f, Spearman %.3f over %d sets", row.model, row.predictor, row.r2, row.spearman,
+                 row.n_sets)

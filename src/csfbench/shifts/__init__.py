@@ -1,4 +1,2 @@
-"""Covariate-shift sets: deterministic CIFAR-10-C-style corruptions and the official archive layout."""
-from csfbench.shifts.corruptions import CORRUPTIONS, SEVERITIES, corrupt_image, corrupt_images
-
-__all__ = ["CORRUPTIONS", "SEVERITIES", "corrupt_image", "corrupt_images"]
+"""Shift sets: CIFAR-10-C-style corruptions (:mod:`.corruptions`), the official archive layout
+(:mod:`.cifar_c`) and the names of generated sets (:mod:`.names`, imported by the config without numpy work)."""

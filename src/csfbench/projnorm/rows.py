@@ -1,0 +1,42 @@
+"""The error-prediction study as metric rows (DESIGN "Metric rows"), scheme ``error_prediction``.
+
+* per (model, set, predictor): metric ``predictor_value`` (csf = the predictor);
+* per (model, set): metric ``test_error`` (csf ``actual``);
+* per (model, predictor), over the covariate sets: ``r2`` and ``spearman`` (dataset ``covariate_sets``);
+* per (model, adversarial or ID test set, predictor): ``predicted_error`` of the stress test.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from csfbench.evaluation import COLUMNS
+from csfbench.projnorm.evaluate import PREDICTORS
+
+SCHEME = "error_prediction"
+
+
+def metric_rows(specs: dict[str, dict], per_set: pd.DataFrame, corr: pd.DataFrame, stress: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+
+    def add(model, dataset, shift_type, csf, metric, value):
+        spec = specs[model]
+        regime = "test" if shift_type == "id" else shift_type
+        rows.append({**{k: spec[k] for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")},
+                     "mcd": False, "csf": csf, "projection": "none", "dataset": dataset, "shift_type": shift_type,
+                     "regime": regime, "scheme": SCHEME, "split": "test", "metric": metric, "value": float(value)})
+
+    for r in per_set.itertuples(index=False):
+        add(r.model, r.dataset, r.shift_type, "actual", "test_error", r.test_error)
+        for predictor in PREDICTORS:
+            if pd.notna(getattr(r, predictor)):
+                add(r.model, r.dataset, r.shift_type, predictor, "predictor_value", getattr(r, predictor))
+    for r in corr.itertuples(index=False):
+        for metric in ("r2", "spearman"):
+            if pd.notna(getattr(r, metric)):
+                add(r.model, "covariate_sets", "covariate", r.predictor, metric, getattr(r, metric))
+    for r in stress.to_dict("records"):
+        shift_type = "id" if r["attack"] == "clean" else "adversarial"
+        for predictor in PREDICTORS:
+            if predictor in r and pd.notna(r[predictor]):
+                add(r["model"], r["dataset"], shift_type, predictor, "predicted_error", r[predictor])
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,0 +1,78 @@
+"""The shift study in the workflow on the micro config: corruption and adversarial sets as datasets of the
+study model (features, CSF metrics), ProjNorm jobs, the evaluation's tables, figure and metric rows."""
+import json
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import REPO, venv_bin
+from csfbench import config as cfg
+from csfbench.evaluation import COLUMNS
+from csfbench.features.store import validate_feature_file
+
+pytestmark = pytest.mark.workflow
+MICRO = REPO / "tests/config/micro.yaml"
+SOURCE, MODEL = "demo10", "vgg13_dg_do1_rew2.2_run1"
+TARGETS = [f"results/tables/projnorm/{SOURCE}_{name}" for name in ("correlations.csv", "stress.csv")] + [
+    f"results/figures/projnorm/{SOURCE}_scatter.png",
+    f"results/metrics/{SOURCE}/{MODEL}/none/pgd-eps8.parquet",
+    f"results/metrics/{SOURCE}/{MODEL}/none/corrupt-contrast-5.parquet",
+]
+
+
+def snakemake(*args, workdir):
+    cmd = [venv_bin("snakemake"), "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(MICRO), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=1500, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("projnorm")
+    proc = snakemake("--cores", 2, *TARGETS, workdir=workdir)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    return workdir / "results"
+
+
+def test_generated_sets_are_datasets_of_the_study_model(study):
+    config = cfg.load_config(MICRO)
+    clean = np.load(study / "data/demo/demo10/test/images.npy")[config["sources"][SOURCE]["val_size"]:]
+    adversarial = np.load(study / f"data/adversarial/{SOURCE}/{MODEL}/pgd-eps8/test/images.npy")
+    assert adversarial.shape == clean.shape and 0 < np.abs(adversarial.astype(int) - clean).max() <= 8
+    corrupted = np.load(study / f"data/shifts/{SOURCE}/corrupt-contrast-5/test/images.npy")
+    assert corrupted.shape == clean.shape and not np.array_equal(corrupted, clean)
+    for dataset, shift_type in (("pgd-eps8", "adversarial"), ("corrupt-contrast-5", "covariate")):
+        attrs = validate_feature_file(study / f"features/{SOURCE}/{MODEL}/{dataset}.h5",
+                                      expect={"model": MODEL, "dataset": dataset})
+        assert attrs["shift_type"] == shift_type
+        rows = pd.read_parquet(study / f"metrics/{SOURCE}/{MODEL}/none/{dataset}.parquet")
+        assert set(rows["shift_type"]) == {shift_type} and "misclf" in set(rows["scheme"])
+
+
+def test_projnorm_results_tables_and_rows(study):
+    config = cfg.load_config(MICRO)
+    sets = cfg.projnorm_sets(config, SOURCE, MODEL)
+    for dataset in sets:
+        result = json.loads((study / f"projnorm/{SOURCE}/{MODEL}/{dataset}.json").read_text())
+        assert result["projnorm"] > 0 and result["n"] == 100
+        assert result["agree_partner"] == "vgg13_dg_do1_rew2.2_run2" and 0 <= result["agree_score"] <= 1
+    per_set = pd.read_csv(study / f"tables/projnorm/{SOURCE}_per_set.csv")
+    assert per_set["dataset"].tolist() == sets
+    assert per_set["test_error"].between(0, 1).all() and per_set["ProjNorm"].gt(0).all()
+    corr = pd.read_csv(study / f"tables/projnorm/{SOURCE}_correlations.csv")
+    assert set(corr["predictor"]) == {"ConfScore", "Entropy", "ATC", "AgreeScore", "ProjNorm"}
+    assert (corr["n_sets"] == 3).all()
+    stress = pd.read_csv(study / f"tables/projnorm/{SOURCE}_stress.csv")
+    assert stress["eps"].tolist() == [0, 8] and stress["attack"].tolist() == ["clean", "pgd"]
+    assert (study / f"figures/projnorm/{SOURCE}_scatter.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = pd.read_parquet(study / f"tables/projnorm/{SOURCE}_rows.parquet")
+    assert list(rows.columns) == COLUMNS and set(rows["scheme"]) == {"error_prediction"}
+    assert rows["value"].notna().all()
+
+
+def test_projnorm_jobs_are_complete(study):
+    proc = snakemake("-n", "--cores", 1, *TARGETS, workdir=study.parent)
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
+    assert (study / f"benchmarks/projnorm/{SOURCE}/{MODEL}/pgd-eps8.tsv").is_file()
