@@ -17,9 +17,12 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 setup: $(VENV)/.installed
 
+# the demo ends with its self-contained HTML report; the last line printed is the report's path
 demo: setup
 	$(SNAKEMAKE) --configfile config/config.yaml
 	$(BIN)/csfbench summary --results results
+	$(BIN)/snakemake --configfile config/config.yaml --report results/report.html
+	@echo "$(CURDIR)/results/report.html"
 
 test: setup
 	$(BIN)/python -m pytest

@@ -12,11 +12,16 @@ if not workflow.overwrite_configfiles:
 
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/features.smk"
 include: "rules/csf.smk"
+include: "rules/geometry.smk"
+include: "rules/proximity.smk"
 include: "rules/shifts.smk"
 include: "rules/adversarial.smk"
 include: "rules/projnorm.smk"
@@ -29,5 +34,7 @@ rule all:
         features=all_feature_files(),
         metrics=all_metric_files(),
         results="results/results.parquet",
+        nc_tables=nc_tables(),
+        proximity_tables=proximity_outputs(),
         projnorm=projnorm_outputs(),
     localrule: True

@@ -187,3 +187,130 @@ def projnorm_outputs():
 
 def projnorm_metric_files():
     return [f"results/tables/projnorm/{source}_rows.parquet" for source in projnorm_sources()]
+
+
+# ---- neural collapse (rules/geometry.smk)
+
+# the CSF fit groups whose projections the NC regimes reuse (a group not fitted is refitted with
+# geometry/nc/variance)
+NC_FIT_GROUPS = [g for g in ("global", "class") if g in config["csf"]["groups"]]
+
+
+def nc_record_files(source):
+    return [f"results/geometry/{s}/{m}/nc.csv" for s, m in cfg.iter_models(config) if s == source]
+
+
+def nc_tables():
+    if "geometry" not in config:
+        return []
+    return [f"results/tables/nc_{source}.{ext}" for source in SOURCES for ext in ("csv", "tex")]
+
+
+# ---- near/mid/far stratification (rules/proximity.smk)
+
+
+def semantic_sets(source):
+    return [n for n, e in config["sources"][source]["ood"].items() if e["shift_type"] == "semantic"]
+
+
+def proximity_sources():
+    return [s for s in SOURCES if semantic_sets(s)] if "proximity" in config else []
+
+
+def proximity_outputs():
+    return [
+        f"results/tables/proximity_{source}.{ext}"
+        for source in proximity_sources()
+        for ext in ("csv", "tex")
+    ]
+
+
+def proximity_embed_inputs(wildcards):
+    names = [config["sources"][wildcards.source]["dataset"], *semantic_sets(wildcards.source)]
+    inputs = {"index": [index_file(name) for name in names]}
+    encoder = config["proximity"]["encoder"]
+    # weights the workflow produces (the demo's pretrained ViT) are a DAG input; user-provided weights are
+    # checked when the job starts (as for backbones/vit/pretrained in train_inputs)
+    if "pretrain" in config and encoder.get("file") == config["backbones"]["vit"]["pretrained"]["file"]:
+        inputs["weights"] = encoder["file"]
+    return inputs
+
+
+def proximity_embed_params(wildcards):
+    src = config["sources"][wildcards.source]
+    return json.dumps(
+        {
+            "source_dataset": cfg.dataset_spec(config, src["dataset"]),
+            "val_size": src["val_size"],
+            "ood": {n: cfg.dataset_spec(config, n) for n in semantic_sets(wildcards.source)},
+            "encoder": config["proximity"]["encoder"],
+            "batch_size": config["proximity"].get("batch_size", 256),
+        },
+        sort_keys=True,
+    )
+
+
+def static_regimes(wildcards):
+    ood = config["sources"][wildcards.source]["ood"]
+    return json.dumps({n: ood[n].get("regime") for n in semantic_sets(wildcards.source)})
+
+
+# shift study and ProjNorm (rules/shifts.smk, adversarial.smk, projnorm.smk)
+PROJNORM = json.dumps(cfg.projnorm_settings(config), sort_keys=True)
+
+
+def projnorm_partner(wildcards):
+    """Checkpoint of the AgreeScore partner model (empty when projnorm.agree_run_offset is 0)."""
+    partner = cfg.agree_partner(config, wildcards.model)
+    return {"partner": f"results/models/{wildcards.source}/{partner}/checkpoint.pt"} if partner else {}
+
+
+def projnorm_shift_inputs(wildcards):
+    return {**extract_inputs(wildcards), **projnorm_partner(wildcards),
+            "reference": f"results/projnorm/{wildcards.source}/{wildcards.model}/reference.safetensors"}
+
+
+def projnorm_partner_spec(wildcards):
+    partner = cfg.agree_partner(config, wildcards.model)
+    return _model_spec_json(wildcards.source, partner) if partner else "null"
+
+
+def projnorm_study(source):
+    """(model, sets) of a source's study: the model's spec, val features, and per set its eval spec and files."""
+    return [
+        {
+            "spec": _model_spec(source, str(model)),
+            "val": f"results/features/{source}/{model}/val.h5",
+            "sets": [
+                {
+                    "eval_set": cfg.eval_set_spec(config, source, d, model),
+                    "features": f"results/features/{source}/{model}/{d}.h5",
+                    "projnorm": f"results/projnorm/{source}/{model}/{d}.json",
+                }
+                for d in cfg.projnorm_sets(config, source, model)
+            ],
+        }
+        for s, model in cfg.study_models(config)
+        if s == source
+    ]
+
+
+def projnorm_eval_inputs(wildcards):
+    study = projnorm_study(wildcards.source)
+    return [m["val"] for m in study] + [f for m in study for s in m["sets"] for f in (s["features"], s["projnorm"])]
+
+
+def projnorm_sources():
+    return sorted({source for source, _ in cfg.study_models(config)}) if "projnorm" in config else []
+
+
+def projnorm_outputs():
+    return [
+        f"results/{kind}/projnorm/{source}_{name}"
+        for source in projnorm_sources()
+        for kind, name in [("tables", "correlations.csv"), ("tables", "stress.csv"), ("figures", "scatter.png")]
+    ]
+
+
+def projnorm_metric_files():
+    return [f"results/tables/projnorm/{source}_rows.parquet" for source in projnorm_sources()]

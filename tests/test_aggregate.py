@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
-from csfbench.aggregate.results_table import merge_metric_files
+from csfbench.aggregate.results_table import apply_regimes, merge_metric_files, read_regimes, write_results_table
 from csfbench.aggregate.selection import select_configurations, selected_rows
 from csfbench.evaluation import COLUMNS
 
@@ -63,3 +64,51 @@ def test_merge_sorts_rows_and_rejects_duplicated_keys(tmp_path):
 def test_selection_without_validation_rows_is_an_error():
     with pytest.raises(ValueError, match="validation rows"):
         select_configurations(_table().query("split != 'val'"))
+
+
+def _ood_table():
+    rows = [_row(0, 2.2, 1, "test", "augrc", 0.1)]
+    for name, regime in (("svhn", "mid"), ("places", "far"), ("textures", "semantic")):
+        row = _row(0, 2.2, 1, "test", "augrc", 0.2, dataset=name, scheme="correct_vs_ood")
+        rows.append({**row, "shift_type": "semantic", "regime": regime})
+    rows.append({**_row(0, 2.2, 1, "test", "augrc", 0.3, dataset="blur", scheme="failure"),
+                 "shift_type": "covariate", "regime": "covariate"})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _regimes_file(tmp_path, rows, name="regimes.csv"):
+    path = tmp_path / name
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_regimes_files_set_the_regime_of_semantic_sets_in_the_results_table(tmp_path):
+    metrics = tmp_path / "m.parquet"
+    _ood_table().to_parquet(metrics, index=False)
+    regimes = _regimes_file(tmp_path, [{"source": "s", "dataset": "svhn", "regime": "near"},
+                                       {"source": "s", "dataset": "textures", "regime": "far"},
+                                       {"source": "s", "dataset": "not-evaluated", "regime": "mid"},
+                                       {"source": "other", "dataset": "places", "regime": "near"}])
+    table = write_results_table([metrics], tmp_path / "results.parquet", [regimes])
+    got = dict(zip(table["dataset"], table["regime"]))
+    # svhn and textures take the file's regime, places (no row for source s) and the ID/covariate sets keep theirs
+    assert got == {"test": "test", "svhn": "near", "places": "far", "textures": "far", "blur": "covariate"}
+    assert pd.read_parquet(tmp_path / "results.parquet").equals(table)
+    assert table.equals(table.sort_values([c for c in COLUMNS if c != "value"], ignore_index=True))
+    # without regimes files the rows keep the config's regimes
+    assert write_results_table([metrics], tmp_path / "plain.parquet")["regime"].tolist().count("semantic") == 1
+
+
+def test_regimes_for_non_semantic_sets_or_bad_values_are_errors(tmp_path):
+    with pytest.raises(ValueError, match="not semantic shifts: \\['blur'\\]"):
+        apply_regimes(pa.Table.from_pandas(_ood_table()), pd.DataFrame([{"source": "s", "dataset": "blur",
+                                                                         "regime": "far"}]))
+    bad = _regimes_file(tmp_path, [{"source": "s", "dataset": "svhn", "regime": "very far"}])
+    with pytest.raises(ValueError, match="regime must be one of.*very far"):
+        read_regimes([bad])
+    twice = [_regimes_file(tmp_path, [{"source": "s", "dataset": "svhn", "regime": r}], f"{r}.csv")
+             for r in ("near", "far")]
+    with pytest.raises(ValueError, match="several regimes"):
+        read_regimes(twice)
+    with pytest.raises(ValueError, match="lacks the columns \\['regime'\\]"):
+        read_regimes([_regimes_file(tmp_path, [{"source": "s", "dataset": "svhn"}], "short.csv")])

@@ -202,12 +202,14 @@ def score_and_evaluate(spec: dict, eval_set: dict, fit_h5: str | Path, features_
     log.info("%s/%s/%s: %d metric rows", spec["model"], fit_attrs["group"], eval_set["name"], len(rows))
 
 
-def aggregate_results(metric_files: list[str], out_table: str | Path, out_selection: str | Path) -> None:
-    """Merge the metric rows into ``results.parquet`` and write the validation-selected configurations."""
+def aggregate_results(metric_files: list[str], out_table: str | Path, out_selection: str | Path,
+                      regime_files: list[str] = ()) -> None:
+    """Merge the metric rows into ``results.parquet`` (with the proximity stage's resolved regimes) and write
+    the validation-selected configurations."""
     from csfbench.aggregate.results_table import write_results_table
     from csfbench.aggregate.selection import select_configurations
 
-    table = write_results_table(metric_files, out_table)
+    table = write_results_table(metric_files, out_table, regime_files)
     chosen = select_configurations(table)
     with atomic_path(out_selection) as tmp:
         chosen.to_csv(tmp, index=False)

@@ -2,41 +2,135 @@
 
 Rows are sorted on every key column so that the table is byte-identical for the same inputs in any
 order; a duplicated key (the same value reported twice) is an error naming the rows.
+
+Regimes: a metric row carries the regime its evaluation set had in the config (the static table, or the
+shift type).  The proximity stage's regimes files (:mod:`csfbench.proximity.stratification`; columns
+``source, dataset, regime``) give the resolved near/mid/far regime of every semantic OOD set, static and
+computed regimes already combined by the configured precedence; :func:`apply_regimes` writes it into the
+rows of those sets.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from csfbench.atomic import atomic_path
 from csfbench.evaluation import COLUMNS
 
 KEYS = [c for c in COLUMNS if c != "value"]
+NEAR_MID_FAR = ("near", "mid", "far")
 
 
-def merge_metric_files(paths: list[str | Path]) -> pd.DataFrame:
-    """Concatenate metric parquet files into one table with the DESIGN columns, sorted by key."""
-    if not paths:
-        raise ValueError("no metric files to merge")
+def read_columns(paths: list[str | Path], columns: list[str], what: str, reader=pd.read_parquet) -> pd.DataFrame:
+    """The ``columns`` of every file in ``paths`` (read with ``reader``), concatenated in order.
+
+    ValueError naming the first file that lacks a column; ``what`` names the kind of file in messages.
+    """
     frames = []
     for path in paths:
-        frame = pd.read_parquet(path)
-        missing = [c for c in COLUMNS if c not in frame.columns]
+        frame = reader(path)
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{path}: {what} lacks the columns {missing}")
+        frames.append(frame[columns])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Concatenate metric parquet files into one table with the DESIGN columns, sorted by key.
+
+    ``regimes`` (``source, dataset, regime`` rows, :func:`read_regimes`) replaces the regime of those
+    semantic sets before the sort (:func:`apply_regimes`).  The concatenation, the regimes, the (stable)
+    sort and the duplicate check run in Arrow: pandas' ``sort_values`` and ``duplicated`` on the paper
+    grid's ~10^7 rows of string keys take minutes (``benchmarks/aggregate.py``); the order is the same
+    (strings by code point, numbers by value).
+    """
+    if not paths:
+        raise ValueError("no metric files to merge")
+    tables = []
+    for path in paths:
+        part = pq.read_table(path)
+        missing = [c for c in COLUMNS if c not in part.column_names]
         if missing:
             raise ValueError(f"{path}: metric file lacks the columns {missing}")
-        frames.append(frame[COLUMNS])
-    table = pd.concat(frames, ignore_index=True)
-    duplicated = table.duplicated(KEYS, keep=False)
+        tables.append(part.select(COLUMNS).replace_schema_metadata(None))
+    table = pa.concat_tables(tables, promote_options="permissive")
+    if regimes is not None:
+        table = apply_regimes(table, regimes)
+    table = table.take(pc.sort_indices(table, sort_keys=[(k, "ascending") for k in KEYS]))
+    duplicated = _duplicated_sorted(table)
     if duplicated.any():
-        raise ValueError(f"{int(duplicated.sum())} metric rows share their key columns, e.g.\n"
-                         f"{table[duplicated].head(4).to_string()}")
-    return table.sort_values(KEYS, kind="stable", ignore_index=True)
+        rows = table.take(pa.array(np.flatnonzero(duplicated)[:4])).to_pandas()
+        raise ValueError(f"{int(duplicated.sum())} metric rows share their key columns, e.g.\n{rows.to_string()}")
+    return table.to_pandas()
 
 
-def write_results_table(paths: list[str | Path], out: str | Path) -> pd.DataFrame:
-    """Merge ``paths`` and write the results table (parquet) atomically."""
-    table = merge_metric_files(paths)
+def _duplicated_sorted(table: pa.Table) -> np.ndarray:
+    """Rows of a key-sorted table whose key columns equal those of a neighbour (every copy is marked)."""
+    n = table.num_rows
+    same = np.ones(max(n - 1, 0), dtype=bool)
+    for key in KEYS:
+        column = table.column(key)
+        after, before = column.slice(1), column.slice(0, n - 1)
+        both_null = pc.and_(pc.is_null(after), pc.is_null(before))  # missing keys count as equal, as in pandas
+        equal = pc.fill_null(pc.or_kleene(pc.equal(after, before), both_null), False)
+        same &= equal.to_numpy(zero_copy_only=False)
+    marked = np.zeros(n, dtype=bool)
+    marked[1:] |= same
+    marked[:-1] |= same
+    return marked
+
+
+def read_regimes(paths: list[str | Path]) -> pd.DataFrame:
+    """The ``source, dataset, regime`` rows of regimes files (ValueError naming a malformed file)."""
+    regimes = read_columns(paths, ["source", "dataset", "regime"], "regimes file", pd.read_csv)
+    bad = regimes[~regimes["regime"].isin(NEAR_MID_FAR)]
+    if len(bad):
+        raise ValueError(f"regimes files: regime must be one of {NEAR_MID_FAR}, got {bad['regime'].tolist()} "
+                         f"for {bad[['source', 'dataset']].to_dict('records')}")
+    duplicated = regimes.duplicated(["source", "dataset"], keep=False)
+    if duplicated.any():
+        raise ValueError(f"regimes files give several regimes for {regimes[duplicated].to_dict('records')}")
+    return regimes
+
+
+def apply_regimes(table: pa.Table, regimes: pd.DataFrame) -> pa.Table:
+    """``table`` (metric rows) with the regime of every (source, dataset) in ``regimes`` replaced.
+
+    Only semantic sets are stratified: a regimes row naming a set whose metric rows are not semantic is an
+    error.  Sets absent from ``table`` are ignored (not evaluated in this run).  Vectorised for the paper
+    grid's ~10^7 rows: (source, dataset) pairs are looked up through their dictionary codes in one pass.
+    """
+    if regimes.empty:
+        return table
+    source = pc.dictionary_encode(table.column("source")).combine_chunks()
+    dataset = pc.dictionary_encode(table.column("dataset")).combine_chunks()
+    sources = {v: i for i, v in enumerate(source.dictionary.to_pylist())}
+    datasets = {v: i for i, v in enumerate(dataset.dictionary.to_pylist())}
+    lookup = np.full((len(sources), len(datasets)), -1, dtype=np.int64)  # → row of ``regimes``
+    for k, row in enumerate(regimes.itertuples(index=False)):
+        if row.source in sources and row.dataset in datasets:
+            lookup[sources[row.source], datasets[row.dataset]] = k
+    index = lookup[source.indices.to_numpy(zero_copy_only=False), dataset.indices.to_numpy(zero_copy_only=False)]
+    hit = pa.array(index >= 0)
+    wrong = pc.unique(table.filter(pc.and_(hit, pc.not_equal(table.column("shift_type"), "semantic")))
+                      .column("dataset")).to_pylist()
+    if wrong:
+        raise ValueError(f"regimes given for evaluation sets that are not semantic shifts: {sorted(wrong)}")
+    column = table.column("regime")
+    resolved = pa.array(regimes["regime"].tolist(), column.type).take(pa.array(np.maximum(index, 0)))
+    return table.set_column(table.column_names.index("regime"), "regime", pc.if_else(hit, resolved, column))
+
+
+def write_results_table(paths: list[str | Path], out: str | Path,
+                        regime_files: list[str | Path] = ()) -> pd.DataFrame:
+    """Merge ``paths``, apply the regimes files and write the results table (parquet) atomically."""
+    table = merge_metric_files(paths, read_regimes(list(regime_files)))
     with atomic_path(out) as tmp:
         table.to_parquet(tmp, index=False)
     return table

@@ -1,0 +1,134 @@
+"""Neural-collapse records of trained models and the per-source NC table (spec 000 §7.2–7.3).
+
+One record per trained model: the eight metrics of :mod:`csfbench.geometry.neural_collapse` on the
+model's **training** features (non-MCD ``features`` of ``features/{source}/{model}/train.h5``, ground-
+truth labels, the head rows of the C classes — the Deep Gamblers abstention row is dropped) in the three
+regimes ``none`` (unfiltered h), ``global`` (global projection ĥ) and ``class_pred`` (class-predicted
+projection ĥ^pred).  The projections are the CSFs' own: the det-mode projection states stored in the
+``fit.h5`` of the ``global`` and ``class`` fit groups (same PCA, same tuned variance v).  A group the
+config does not fit is refitted here with the variance ``geometry/nc/variance``.
+
+Record file (CSV, long format): ``source, model, backbone, paradigm, dropout, reward, run, regime,
+metric, value``; every metric is dimensionless, ≥ 0 and lower = more collapse.  The weight metrics do
+not depend on the regime and repeat in every regime.
+
+NC table (per source, CSV + LaTeX): the records averaged over runs, paradigms and rewards, grouped by
+(backbone, dropout, regime) as in the authors' aggregation; one column per metric in spec §7.1 order
+and ``n_models``, the number of models averaged.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from csfbench.aggregate.results_table import read_columns
+from csfbench.atomic import atomic_path
+from csfbench.geometry.neural_collapse import METRICS, REGIMES, nc_regimes
+from csfbench.report.tables import write_table
+
+ID_COLUMNS = ["source", "model", "backbone", "paradigm", "dropout", "reward", "run"]
+RECORD_COLUMNS = [*ID_COLUMNS, "regime", "metric", "value"]
+TABLE_KEYS = ["backbone", "dropout", "regime"]
+#: the CSF fit groups whose projections define the projected regimes
+PROJECTION_GROUPS = ("global", "class")
+
+
+def fitted_projections(fit_files: Mapping[str, str | Path]) -> dict[str, dict]:
+    """The det-mode projection state of each ``{group: fit.h5}`` (groups ``global`` and/or ``class``)."""
+    from csfbench.csf.store import read_fit
+
+    out = {}
+    for group, path in fit_files.items():
+        if group not in PROJECTION_GROUPS:
+            raise ValueError(f"{path}: fit group {group!r} has no projection for the NC regimes "
+                             f"(expected one of {PROJECTION_GROUPS})")
+        modes, _, _ = read_fit(path)
+        if "det" not in modes:
+            raise ValueError(f"{path}: the CSF fit has no 'det' mode")
+        state = modes["det"].projection
+        if state["group"] != group:
+            raise ValueError(f"{path}: holds the {state['group']!r} projection, expected {group!r}")
+        out[group] = state
+    return out
+
+
+def model_nc_records(spec: dict, train_h5: str | Path, fit_files: Mapping[str, str | Path],
+                     normalizer: str = "authors", variance: float | None = None) -> pd.DataFrame:
+    """The NC record of one model (columns :data:`RECORD_COLUMNS`, regimes × metrics rows).
+
+    ``fit_files`` maps the fitted projection groups to their ``fit.h5``; a missing group is refitted with
+    ``variance`` (ValueError naming ``geometry/nc/variance`` when it is not set).
+    """
+    from csfbench.features.store import read_features
+
+    arrays, attrs = read_features(train_h5, keys=("features", "labels", "pred", "head/weight", "head/bias"))
+    if attrs.get("model") != spec["model"] or attrs.get("dataset") != "train":
+        raise ValueError(f"{train_h5}: feature file of model {attrs.get('model')!r}, set {attrs.get('dataset')!r}; "
+                         f"expected the train set of {spec['model']!r}")
+    missing = [k for k in ("features", "labels", "pred", "head/weight") if k not in arrays]
+    if missing:
+        raise ValueError(f"{train_h5}: the train feature file lacks {missing}")
+    absent = [g for g in PROJECTION_GROUPS if g not in fit_files]
+    if absent and variance is None:
+        raise ValueError(f"the CSF fit groups {absent} are not configured (csf/groups): set geometry/nc/variance "
+                         "to refit their projections for the NC regimes")
+    try:
+        metrics = nc_regimes(arrays["features"], arrays["labels"], arrays["pred"], arrays["head/weight"],
+                             arrays.get("head/bias"), variance, normalizer,
+                             projections=fitted_projections(fit_files), n_classes=int(spec["n_classes"]))
+    except ValueError as exc:
+        raise ValueError(f"{train_h5}: {exc}") from None
+    ids = {k: spec[k] for k in ID_COLUMNS}
+    rows = [{**ids, "regime": regime, "metric": name, "value": metrics[regime][name]}
+            for regime in REGIMES for name in METRICS]
+    return pd.DataFrame(rows, columns=RECORD_COLUMNS)
+
+
+def write_model_nc(spec: dict, train_h5: str | Path, fit_files: Mapping[str, str | Path], out_csv: str | Path,
+                   normalizer: str = "authors", variance: float | None = None) -> pd.DataFrame:
+    """:func:`model_nc_records` written atomically to ``out_csv``."""
+    records = model_nc_records(spec, train_h5, fit_files, normalizer, variance)
+    with atomic_path(out_csv) as tmp:
+        records.to_csv(tmp, index=False)
+    return records
+
+
+def read_records(paths: list[str | Path]) -> pd.DataFrame:
+    """Concatenate NC record files (ValueError naming a file without the record columns)."""
+    if not paths:
+        raise ValueError("no NC record files to aggregate")
+    return read_columns(paths, RECORD_COLUMNS, "NC record file", pd.read_csv)
+
+
+def nc_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Mean of each metric over runs, paradigms and rewards per (backbone, dropout, regime).
+
+    Rows sorted by backbone, dropout and regime (in :data:`REGIMES` order); columns ``TABLE_KEYS``,
+    ``n_models`` and the metrics in spec §7.1 order.
+    """
+    unknown = sorted(set(records["regime"]) - set(REGIMES)) + sorted(set(records["metric"]) - set(METRICS))
+    if unknown:
+        raise ValueError(f"NC records hold unknown regimes/metrics {unknown}")
+    wide = records.pivot_table(index=TABLE_KEYS, columns="metric", values="value", aggfunc="mean")
+    counts = records.groupby(TABLE_KEYS)["model"].nunique().rename("n_models")
+    table = pd.concat([counts, wide[list(METRICS)]], axis=1).reset_index()
+    table["regime"] = pd.Categorical(table["regime"], categories=REGIMES, ordered=True)
+    table = table.sort_values(TABLE_KEYS, ignore_index=True)
+    table["regime"] = table["regime"].astype(str)
+    table.columns.name = None
+    return table
+
+
+def write_nc_table(record_files: list[str | Path], out_csv: str | Path, out_tex: str | Path,
+                   source: str) -> pd.DataFrame:
+    """Aggregate the NC records of one source into its table (CSV, and LaTeX with 4 decimals)."""
+    records = read_records(record_files)
+    sources = sorted(set(records["source"]))
+    if sources != [source]:
+        raise ValueError(f"NC records of source(s) {sources} given for the table of {source!r}")
+    table = nc_table(records)
+    write_table(table, out_csv, out_tex, f"Neural-collapse metrics of the training features ({source}); "
+                "lower = more collapse.", float_format="%.4f")
+    return table

@@ -1,0 +1,27 @@
+"""One finished micro-config workflow run per pytest process, shared by the workflow-level test files."""
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import REPO, venv_bin
+
+MICRO = REPO / "tests/config/micro.yaml"
+_RUNS: dict[str, tuple[Path, float]] = {}
+
+
+def snakemake(*args, workdir, timeout=900):
+    cmd = [venv_bin("snakemake"), "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def finished_micro_run(tmp_path_factory) -> tuple[Path, float]:
+    """(work directory, seconds) of the micro workflow run to completion; run once, then reused."""
+    if "micro" not in _RUNS:
+        workdir = tmp_path_factory.mktemp("micro_shared")
+        t0 = time.time()
+        proc = snakemake("--cores", 2, "--configfile", MICRO, workdir=workdir)
+        assert proc.returncode == 0, proc.stderr[-5000:]
+        _RUNS["micro"] = (workdir, time.time() - t0)
+    return _RUNS["micro"]
