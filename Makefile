@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORES ?= 2
 SNAKEMAKE := $(BIN)/snakemake --cores $(CORES)
 
-.PHONY: setup demo test lint dry-run-paper clean-demo
+.PHONY: setup demo test lint dry-run-paper clean-demo manifest verify
 
 # The venv is (re)built when missing or when the dependency files change.  The constraints file
 # keeps the CPU torch of CPU-only machines (see README "Set-up" for GPU machines).
@@ -29,6 +29,18 @@ test: setup
 
 lint: setup
 	$(BIN)/snakemake --lint --configfile tests/config/micro.yaml
+
+# Artifact reproduction: `make manifest` records sha256 content hashes of results/ with their provenance
+# (config hash, git commit, package versions); `make verify` recomputes them and names every file that
+# differs (MANIFEST= a manifest from another run, e.g. a colleague's).
+CONFIG ?= config/config.yaml
+MANIFEST ?= results/manifest.json
+
+manifest: setup
+	$(BIN)/csfbench manifest write --results results --config $(CONFIG) --output $(MANIFEST)
+
+verify: setup
+	$(BIN)/csfbench manifest verify --results results --config $(CONFIG) --manifest $(MANIFEST)
 
 dry-run-paper: setup
 	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml

@@ -10,7 +10,8 @@ rule fit_csf:
         fit="results/csf/{source}/{model}/{projection}/fit.h5",
     params:
         spec=model_spec_json,
-        csf=json.dumps(config["csf"], sort_keys=True),
+        # only the settings this group reads: a change elsewhere in `csf` does not rerun the fit
+        csf=lambda w: json.dumps(cfg.csf_fit_config(config, w.projection), sort_keys=True),
     log:
         "results/logs/csf/{source}/{model}/{projection}/fit.log",
     benchmark:

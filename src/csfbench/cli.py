@@ -1,4 +1,4 @@
-"""The ``csfbench`` command line: ``validate``, ``inspect``, ``summary``, ``rank``."""
+"""The ``csfbench`` command line: ``validate``, ``inspect``, ``summary``, ``rank``, ``manifest``."""
 from __future__ import annotations
 
 import argparse
@@ -67,6 +67,25 @@ def _rank(args: argparse.Namespace) -> int:
     return 0
 
 
+def _manifest(args: argparse.Namespace) -> int:
+    from csfbench import manifest
+
+    results = Path(args.results)
+    if args.action == "write":
+        output = Path(args.output) if args.output else results / "manifest.json"
+        written = manifest.write_manifest(results, args.config, output)
+        print(f"wrote {output}: {len(written['files'])} files, config hash "
+              f"{written['provenance']['config_hash'][:16]}, commit {written['provenance']['git_commit']}")
+        return 0
+    path = Path(args.manifest) if args.manifest else results / "manifest.json"
+    report = manifest.verify_manifest(results, path)
+    if args.config:
+        for line in manifest.provenance_differences(path, args.config):
+            print(f"provenance differs: {line}")
+    print("\n".join(report.lines(results)))
+    return 0 if report.ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="csfbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -91,7 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--higher-is-better", action="store_true", help="rank the highest value first")
     p.add_argument("--output", required=True, help="JSON file to write")
     p.set_defaults(func=_rank)
+    p = sub.add_parser("manifest", help="write or verify sha256 content hashes of a run's results with provenance")
+    p.add_argument("action", choices=["write", "verify"])
+    p.add_argument("--results", default="results", help="the results folder (default: results)")
+    p.add_argument("--config", help="the run's config file (required by write; verify reports provenance changes)")
+    p.add_argument("--output", help="manifest to write (default: RESULTS/manifest.json)")
+    p.add_argument("--manifest", help="manifest to verify against (default: RESULTS/manifest.json)")
+    p.set_defaults(func=_manifest)
     args = parser.parse_args(argv)
+    if args.command == "manifest" and args.action == "write" and not args.config:
+        parser.error("manifest write: --config is required (its hash is part of the provenance)")
     try:
         return args.func(args)
     except CsfbenchError as err:

@@ -258,6 +258,25 @@ def pretrain_spec(config: dict) -> dict:
     }
 
 
+def csf_fit_config(config: dict, group: str) -> dict:
+    """The part of the ``csf`` section a fit of projection ``group`` reads (a Snakemake param).
+
+    The list of groups, and the fixed values and search spaces of CSFs without a variant in ``group``
+    (and of the projection, for ``none``), are left out: changing them does not rerun this fit.
+    """
+    from csfbench.csf.projection import GROUP_VARIANTS
+    from csfbench.csf.registry import CSFS
+
+    used = {c.name for c in CSFS if set(c.variants) & set(GROUP_VARIANTS[group])}
+    used |= {"projection"} if group != "none" else set()
+    csf = config["csf"]
+    out = {key: value for key, value in csf.items() if key not in ("groups", "fixed", "search_space")}
+    for key in ("fixed", "search_space"):
+        if key in csf:
+            out[key] = {name: value for name, value in csf[key].items() if name in used}
+    return out
+
+
 def used_splits(config: dict, name: str) -> list[str]:
     """The official splits of catalogue dataset ``name`` that the workflow reads (sorted)."""
     splits = set()

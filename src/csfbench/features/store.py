@@ -9,17 +9,19 @@ passes add ``mcd/logits`` (N×T×K), ``mcd/confidence`` (N×T, when the paradigm
 ``mcd/features_mean`` (N×D).  The ``train`` file adds ``head/weight`` (K×D) and ``head/bias`` (K).
 Attributes: see :data:`REQUIRED_ATTRS`.
 
-Writing goes to a hidden temporary file in the same folder that is renamed to the final name only
-after every row was written and the file closed: a killed job never leaves a file that looks complete.
+Writing goes through :func:`csfbench.atomic.atomic_path`: a hidden temporary file in the same folder
+that is renamed to the final name only after every row was written and the file closed; a killed job
+never leaves a file that looks complete.
 """
 from __future__ import annotations
 
-import os
+import contextlib
 from pathlib import Path
 
 import h5py
 import numpy as np
 
+from csfbench.atomic import atomic_path
 from csfbench.errors import FeatureFileError
 
 REQUIRED_ATTRS = (
@@ -49,10 +51,20 @@ class FeatureWriter:
                  has_confidence: bool, attrs: dict, compression: str = "gzip"):
         self.path = Path(path)
         self.n = n
-        self.tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = h5py.File(self.tmp, "w", locking=False)
         self.cursor = 0
+        self._atomic = contextlib.ExitStack()
+        self.tmp = self._atomic.enter_context(atomic_path(self.path))
+        try:
+            self.file = h5py.File(self.tmp, "w", locking=False)
+            self._layout(n, n_outputs, feature_dim, mcd_samples, has_confidence, attrs, compression)
+        except BaseException as err:
+            if hasattr(self, "file"):
+                self.file.close()
+            self._atomic.__exit__(type(err), err, err.__traceback__)  # discards the temporary file
+            raise
+
+    def _layout(self, n: int, n_outputs: int, feature_dim: int, mcd_samples: int, has_confidence: bool,
+                attrs: dict, compression: str) -> None:
         rows = max(1, min(n, (1 << 20) // max(1, 4 * max(feature_dim, n_outputs * max(mcd_samples, 1)))))
         comp = _compression(compression)
 
@@ -98,12 +110,11 @@ class FeatureWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.file.close()
-        if exc_type is None and self.cursor == self.n:
-            os.replace(self.tmp, self.path)
-            return
-        self.tmp.unlink(missing_ok=True)
-        if exc_type is None:
-            raise ValueError(f"{self.path}: only {self.cursor} of {self.n} rows were written")
+        if exc_type is None and self.cursor != self.n:
+            exc = ValueError(f"{self.path}: only {self.cursor} of {self.n} rows were written")
+            self._atomic.__exit__(ValueError, exc, None)  # discards the temporary file
+            raise exc
+        self._atomic.__exit__(exc_type, exc, tb)  # renames on success, discards on an exception
 
 
 def read_features(path: str | Path, keys: tuple[str, ...] | None = None) -> tuple[dict[str, np.ndarray], dict]:
