@@ -26,6 +26,8 @@ include: "rules/shifts.smk"
 include: "rules/adversarial.smk"
 include: "rules/projnorm.smk"
 include: "rules/aggregate.smk"
+include: "rules/ranking.smk"
+include: "rules/figures.smk"
 
 
 rule all:
@@ -34,7 +36,9 @@ rule all:
         features=all_feature_files(),
         metrics=all_metric_files(),
         results="results/results.parquet",
+        projnorm=projnorm_outputs(),
+        rankings=f"{RANKING_DIR}/summary.csv",
+        figures=report_targets.figure_targets(config),
         nc_tables=nc_tables(),
         proximity_tables=proximity_outputs(),
-        projnorm=projnorm_outputs(),
     localrule: True

@@ -82,6 +82,9 @@ def test_degenerate_cells_are_skipped_with_a_reason():
     (skipped,) = rank_results(single, cells[2:], settings)
     assert "at least 2 entities" in skipped["reason"]
     assert run_analysis(None, cells[0], settings)["status"] == "skipped"
+    (skipped,) = rank_results(table[table.metric == "aurc"], [Analysis("augrc", "vgg13", False, "s1", "test")],
+                              settings)
+    assert skipped["status"] == "skipped" and "no selected rows" in skipped["reason"]
 
 
 def test_incomplete_blocks_are_dropped_and_listed():

@@ -108,11 +108,17 @@ def variant_name(csf: str, projection: str) -> str:
     return csf if projection == "none" else f"{csf} {projection}"
 
 
+def _ranked_scheme(table: pd.DataFrame, settings: dict) -> pd.Series:
+    """Rows whose scheme is the ranked scheme of their shift type (vectorised: no per-row mapping)."""
+    mask = pd.Series(False, index=table.index)
+    for shift_type, scheme in settings["schemes"].items():
+        mask |= (table["shift_type"] == shift_type) & (table["scheme"] == scheme)
+    return mask
+
+
 def ranked_rows(selected: pd.DataFrame, settings: dict) -> pd.DataFrame:
     """The selected test-split rows of the ranked schemes, with ``cell_regime`` and ``entity`` columns."""
-    rows = selected[selected["split"] == "test"]
-    scheme = rows["shift_type"].map(settings["schemes"])
-    rows = rows[rows["scheme"] == scheme]
+    rows = selected[(selected["split"] == "test") & _ranked_scheme(selected, settings)]
     metrics = {m for group in settings["metric_groups"].values() for m in group}
     rows = rows[rows["metric"].isin(metrics)]
     regime = rows["regime"].astype(str).where(rows["shift_type"] == "semantic", rows["shift_type"].astype(str))
@@ -130,8 +136,7 @@ def selected_ranked_rows(table: pd.DataFrame, settings: dict, metrics: Iterable[
     """
     if metrics is None:
         metrics = {m for group in settings["metric_groups"].values() for m in group}
-    keep = table["metric"].isin(list(metrics)) & (
-        (table["split"] == "val") | (table["scheme"] == table["shift_type"].map(settings["schemes"])))
+    keep = table["metric"].isin(list(metrics)) & ((table["split"] == "val") | _ranked_scheme(table, settings))
     table = table[keep]
     return ranked_rows(selected_rows(table) if len(table) else table, settings)
 

@@ -1,0 +1,59 @@
+"""The ranking, figure and table rules inside the shared micro workflow run."""
+import json
+
+import pandas as pd
+import pytest
+from pylatexenc.latexwalker import LatexWalker
+
+from csfbench.aggregate.ranking import Analysis, analyses
+from csfbench.config import eval_datasets, load_config
+from csfbench.report.targets import rc_model
+from micro_run import MICRO, finished_micro_run
+
+pytestmark = pytest.mark.workflow
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return finished_micro_run(tmp_path_factory)[0] / "results"
+
+
+def test_every_analysis_is_ranked_or_skipped_with_a_reason(run):
+    config = load_config(MICRO)
+    cells = analyses(config)
+    summary = pd.read_csv(run / "tables/rankings/summary.csv")
+    assert len(summary) == len(cells)
+    for cell in cells:
+        result = json.loads((run / f"tables/rankings/{cell.name}.json").read_text())
+        assert Analysis(**result["analysis"]) == cell
+        if result["status"] == "ok":
+            assert result["layers"][0]["members"] and result["n_blocks"] >= 2
+        else:
+            assert result["reason"]
+    ok = {(r.group, r.backbone, r.mcd, r.regime) for r in summary.itertuples() if r.status == "ok"}
+    # two VGG-13 paradigms × one set × AUGRC and AURC: the rc group ranks every regime the micro config has
+    expected = {"test", "near", "far"} | ({"covariate", "adversarial"} if config.get("shifts") else set())
+    assert {("rc", "vgg13", False, regime) for regime in expected} <= ok
+    assert ("rc", "vgg13", False, "mid") not in ok  # the micro config has no mid set
+    skipped = summary[summary.status == "skipped"]
+    assert skipped["reason"].str.len().gt(0).all()
+
+
+def test_figures_and_tables_are_written(run):
+    config = load_config(MICRO)
+    for backbone in config["backbones"]:
+        assert (run / f"figures/top_cliques_{backbone}.png").stat().st_size > 5000
+        assert (run / f"figures/top_cliques_{backbone}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (run / "figures/rc_curves_demo10.png").stat().st_size > 5000
+    for name in ("clique_layers", "table2_best", "table8_selected_dropout", "table10_selected_reward"):
+        tex = (run / f"tables/{name}.tex").read_text()
+        LatexWalker(tex, tolerant_parsing=False).get_latex_nodes()
+        assert len(pd.read_csv(run / f"tables/{name}.csv")) > 0
+    best = pd.read_csv(run / "tables/table2_best.csv")
+    assert {"test", "near", "noise"} <= set(best["dataset"])
+    vgg = best[best.backbone == "vgg13"]
+    assert vgg["best_mcd"].notna().all() and best[best.backbone == "vit"]["best_mcd"].isna().all()
+    curves = pd.read_csv(run / "tables/rc_curves_demo10.csv")
+    model = rc_model(config, "demo10")
+    assert set(curves["csf"]) == set(config["figures"]["rc_curves"]["csfs"])
+    assert set(curves["dataset"]) == set(eval_datasets(config, "demo10", model)) - {"train", "val"}
