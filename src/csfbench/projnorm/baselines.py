@@ -8,7 +8,7 @@ Orientation of each value (what the evaluation regresses the test error on):
   fitted on ID validation data (:func:`atc_threshold`); the predicted error, higher = more error.
   Score ``negative_entropy`` (ATC-NE, the default) or ``max_confidence`` (ATC-MC).
 * :func:`agree_score` — disagreement rate of two independently trained models of the same
-  configuration (the "AgreeScore" column of the paper is its complement's predictor); higher = more error.
+  configuration (the paper's "AgreeScore": its error predictor is the disagreement); higher = more error.
 
 Rotation (Deng et al. 2021) needs a rotation-prediction head trained jointly with the classifier; no
 csfbench model has one, so it is not implemented.
