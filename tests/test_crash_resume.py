@@ -20,7 +20,8 @@ import torch
 import yaml
 
 from conftest import REPO, venv_bin
-from csfbench.features.store import read_features
+from csfbench.atomic import atomic_path
+from csfbench.features.store import FeatureWriter, read_features
 from csfbench.manifest import build_manifest
 from workflow_runs import (MODEL, SOURCE, copy_run, freeze, job_processes, reference_run, snakemake, wait_for,
                            write_config)
@@ -145,3 +146,18 @@ def test_keep_going_finishes_independent_branches_after_a_failure(reference, tmp
         assert (work / f"results/metrics/{SOURCE}/{MODEL}/{group}/digits.parquet").is_file()
         assert not (work / f"results/metrics/{SOURCE}/{MODEL}/{group}/broken.parquet").exists()
     assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+def test_atomic_writers_remove_dead_writers_leftovers_and_keep_nothing_on_error(tmp_path):
+    target = tmp_path / "f.h5"
+    leftover = tmp_path / ".f.h5.tmp-999999"  # what a writer killed mid-file leaves behind
+    leftover.write_bytes(b"half a file")
+    other = tmp_path / ".g.h5.tmp-999999"  # another target's: not touched
+    other.write_bytes(b"")
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(b"complete")
+    assert target.read_bytes() == b"complete" and not leftover.exists() and other.exists()
+    # a feature writer that fails while laying out its file leaves no file at all
+    with pytest.raises(TypeError):
+        FeatureWriter(tmp_path / "x.h5", 2, 3, 4, 0, False, attrs={"bad": {"a mapping": 1}})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".g.h5.tmp-999999", "f.h5"]
