@@ -21,7 +21,7 @@ def finished_micro_run(tmp_path_factory) -> tuple[Path, float]:
     if "micro" not in _RUNS:
         workdir = tmp_path_factory.mktemp("micro_shared")
         t0 = time.time()
-        proc = snakemake("--cores", 2, "--configfile", MICRO, workdir=workdir)
+        proc = snakemake("--cores", 2, "--configfile", MICRO, workdir=workdir, timeout=1800)
         assert proc.returncode == 0, proc.stderr[-5000:]
         _RUNS["micro"] = (workdir, time.time() - t0)
     return _RUNS["micro"]

@@ -14,23 +14,15 @@ from csfbench.config import (adversarial_sets, corruption_sets, eval_datasets, i
 from csfbench.csf.registry import variants_for
 from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
+from micro_run import MICRO, finished_micro_run, snakemake
 
 pytestmark = pytest.mark.workflow
-MICRO = REPO / "tests/config/micro.yaml"
-
-
-def snakemake(*args, workdir, timeout=900):
-    cmd = [venv_bin("snakemake"), "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
 @pytest.fixture(scope="module")
 def micro_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("micro")
-    t0 = time.time()
-    proc = snakemake("--cores", 2, "--configfile", MICRO, workdir=workdir)
-    assert proc.returncode == 0, proc.stderr[-5000:]
-    return workdir, time.time() - t0, proc
+    workdir, seconds = finished_micro_run(tmp_path_factory)  # one run shared with the other workflow tests
+    return workdir, seconds, None
 
 
 def test_micro_config_runs_end_to_end_through_metrics(micro_run):
@@ -89,9 +81,11 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, flags=re.M))
     # the new set is read, its features extracted and scored per model and projection group; no model is
-    # retrained and no CSF is refitted, because fits see only the train and val splits
+    # retrained and no CSF is refitted, because fits see only the train and val splits; the source's
+    # proximity embeddings and regimes are redone (one job each per source), the NC records are not
     assert {k: int(v) for k, v in counts.items() if k != "total"} == {
-        "index_dataset": 1, "extract_features": 3, "score_and_evaluate": 9, "aggregate_results": 1, "all": 1}
+        "index_dataset": 1, "extract_features": 3, "score_and_evaluate": 9, "aggregate_results": 1, "all": 1,
+        "proximity_embed": 1, "proximity_regimes": 1}
 
 
 def test_summary_lists_models_and_files(micro_run):
@@ -129,6 +123,8 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     study_sources = {s for s, _ in study}
     total -= (sum(len(corruption_sets(config, s)) for s in study_sources) + len(study_sources)
               + sum(len(adversarial_sets(config, s, m)) + len(projnorm_sets(config, s, m)) + 1 for s, m in study))
+    # neural collapse (nc_metrics per model, nc_table per source) and proximity (embed + regimes per source)
+    total -= n_models + 3 * len(config["sources"])
     # all + index + train + extract + fit + score + aggregate
     assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")

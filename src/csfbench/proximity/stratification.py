@@ -19,8 +19,8 @@ paper's Table 1 in paper.yaml) and the computed clusters are combined per OOD se
 
 * ``static`` (default): a static regime, where the config gives one, **overrides** the computed one; a
   set without a static regime takes the computed one (the static table complements the clustering).
-* ``computed``: the computed regime overrides the static one; the static table only fills sets the
-  clustering could not place (none, unless the encoder failed on them — which is an error instead).
+* ``computed``: the computed regime overrides the static one (every semantic set gets a computed regime;
+  the static one is kept in the regimes file for comparison).
 
 The regimes file (CSV) has one row per semantic OOD set: ``source, dataset, static_regime,
 computed_regime, regime, decided_by`` (``static`` or ``computed``); ``regime`` flows into the results
