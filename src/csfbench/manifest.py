@@ -23,6 +23,9 @@ serialisation of the content instead:
   columns of :data:`VOLATILE_COLUMNS`.
 * Anything else (``.json``, ``.tex``, ...): the file's bytes.
 
+Figures and the HTML report are not listed: they are drawn from the hashed tables, and PDF files
+embed their creation date.
+
 Two runs with the same config, code and package versions on CPU give identical manifests; on GPU see
 the README ("Reproducibility").
 """
