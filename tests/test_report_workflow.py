@@ -15,12 +15,13 @@ pytestmark = pytest.mark.workflow
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return finished_micro_run(tmp_path_factory)[0] / "results"
+    """The results folder of the shared micro run (the micro config's rule all includes these rules)."""
+    workdir, _ = finished_micro_run(tmp_path_factory)
+    return workdir / "results"
 
 
 def test_every_analysis_is_ranked_or_skipped_with_a_reason(run):
-    config = load_config(MICRO)
-    cells = analyses(config)
+    cells = analyses(config := load_config(MICRO))
     summary = pd.read_csv(run / "tables/rankings/summary.csv")
     assert len(summary) == len(cells)
     for cell in cells:

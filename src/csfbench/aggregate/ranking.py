@@ -189,7 +189,6 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
 def rank_results(table: pd.DataFrame, cells: Iterable[Analysis], settings: dict) -> list[dict[str, Any]]:
     """Select (V3) and rank every analysis of ``cells`` on the results ``table``."""
     rows = selected_ranked_rows(table, settings)
-    metric_group = {m: [g for g, ms in settings["metric_groups"].items() if m in ms] for m in rows["metric"].unique()}
     by_cell: dict[tuple, pd.DataFrame] = {}
     keys = ["backbone", "mcd", "source", "cell_regime"]
     for key, part in rows.groupby(keys, observed=True, sort=False):
@@ -198,7 +197,7 @@ def rank_results(table: pd.DataFrame, cells: Iterable[Analysis], settings: dict)
     for cell in cells:
         part = by_cell.get((cell.backbone, cell.mcd, cell.source, cell.regime))
         if part is not None:
-            part = part[part["metric"].map(lambda m: cell.group in metric_group.get(m, ()))]
+            part = part[part["metric"].isin(settings["metric_groups"][cell.group])]
         results.append(run_analysis(part, cell, settings))
     return results
 
