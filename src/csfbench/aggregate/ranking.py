@@ -108,6 +108,11 @@ def variant_name(csf: str, projection: str) -> str:
     return csf if projection == "none" else f"{csf} {projection}"
 
 
+def _ranked_metrics(settings: dict) -> list[str]:
+    """Every metric of the configured metric groups, sorted."""
+    return sorted({m for group in settings["metric_groups"].values() for m in group})
+
+
 def _ranked_scheme(table: pd.DataFrame, settings: dict) -> pd.Series:
     """Rows whose scheme is the ranked scheme of their shift type (vectorised: no per-row mapping)."""
     mask = pd.Series(False, index=table.index)
@@ -119,8 +124,7 @@ def _ranked_scheme(table: pd.DataFrame, settings: dict) -> pd.Series:
 def ranked_rows(selected: pd.DataFrame, settings: dict) -> pd.DataFrame:
     """The selected test-split rows of the ranked schemes, with ``cell_regime`` and ``entity`` columns."""
     rows = selected[(selected["split"] == "test") & _ranked_scheme(selected, settings)]
-    metrics = {m for group in settings["metric_groups"].values() for m in group}
-    rows = rows[rows["metric"].isin(metrics)]
+    rows = rows[rows["metric"].isin(_ranked_metrics(settings))]
     regime = rows["regime"].astype(str).where(rows["shift_type"] == "semantic", rows["shift_type"].astype(str))
     regime = regime.where(rows["shift_type"] != "id", rows["dataset"].astype(str))
     entity = [variant_name(c, p) for c, p in zip(rows["csf"].astype(str), rows["projection"].astype(str))]
@@ -134,9 +138,8 @@ def selected_ranked_rows(table: pd.DataFrame, settings: dict, metrics: Iterable[
     metric), and the validation rows plus the ranked scheme of each shift type (on the paper grid this
     keeps ~6 % of the rows, so selection does not merge the whole table).
     """
-    if metrics is None:
-        metrics = {m for group in settings["metric_groups"].values() for m in group}
-    keep = table["metric"].isin(list(metrics)) & ((table["split"] == "val") | _ranked_scheme(table, settings))
+    metrics = _ranked_metrics(settings) if metrics is None else list(metrics)
+    keep = table["metric"].isin(metrics) & ((table["split"] == "val") | _ranked_scheme(table, settings))
     table = table[keep]
     return ranked_rows(selected_rows(table) if len(table) else table, settings)
 
