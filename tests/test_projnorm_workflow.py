@@ -1,19 +1,17 @@
 """The shift study in the workflow on the micro config: corruption and adversarial sets as datasets of the
 study model (features, CSF metrics), ProjNorm jobs, the evaluation's tables, figure and metric rows."""
 import json
-import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO, venv_bin
 from csfbench import config as cfg
 from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
+from micro_run import MICRO, finished_micro_run, snakemake
 
 pytestmark = pytest.mark.workflow
-MICRO = REPO / "tests/config/micro.yaml"
 SOURCE, MODEL = "demo10", "vgg13_dg_do1_rew2.2_run1"
 TARGETS = [f"results/tables/projnorm/{SOURCE}_{name}" for name in ("correlations.csv", "stress.csv")] + [
     f"results/figures/projnorm/{SOURCE}_scatter.png",
@@ -22,17 +20,9 @@ TARGETS = [f"results/tables/projnorm/{SOURCE}_{name}" for name in ("correlations
 ]
 
 
-def snakemake(*args, workdir):
-    cmd = [venv_bin("snakemake"), "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(MICRO), *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=1500, cwd=REPO)
-
-
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("projnorm")
-    proc = snakemake("--cores", 2, *TARGETS, workdir=workdir)
-    assert proc.returncode == 0, proc.stderr[-5000:]
+    workdir, _ = finished_micro_run(tmp_path_factory)  # the micro config carries the shift study
     return workdir / "results"
 
 
@@ -70,9 +60,12 @@ def test_projnorm_results_tables_and_rows(study):
     rows = pd.read_parquet(study / f"tables/projnorm/{SOURCE}_rows.parquet")
     assert list(rows.columns) == COLUMNS and set(rows["scheme"]) == {"error_prediction"}
     assert rows["value"].notna().all()
+    results = pd.read_parquet(study / "results.parquet")  # merged by the aggregation like every metric file
+    merged = results[results["scheme"] == "error_prediction"]
+    assert len(merged) == len(rows) and set(merged["csf"]) == set(rows["csf"])
 
 
 def test_projnorm_jobs_are_complete(study):
-    proc = snakemake("-n", "--cores", 1, *TARGETS, workdir=study.parent)
+    proc = snakemake("-n", "--cores", 1, "--configfile", MICRO, *TARGETS, workdir=study.parent)
     assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
     assert (study / f"benchmarks/projnorm/{SOURCE}/{MODEL}/pgd-eps8.tsv").is_file()
