@@ -59,7 +59,8 @@ def dry_run(config: Path, *extra: str) -> dict:
     jobs = sum(per_rule.values()) + 1  # + all
     cpu = usage.ru_utime + usage.ru_stime
     return {"jobs": jobs, "per_rule": per_rule, "submissions": submissions, "wall_s": round(wall, 2),
-            "cpu_s": round(cpu, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024), "cpu_ms_per_job": round(1000 * cpu / jobs, 3)}
+            "cpu_s": round(cpu, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024),
+            "cpu_ms_per_job": round(1000 * cpu / jobs, 3)}
 
 
 def scaled_config(paper: Path, scale: int, dest: Path) -> Path:
