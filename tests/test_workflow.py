@@ -85,7 +85,10 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     # proximity embeddings and regimes are redone (one job each per source), the NC records are not
     assert {k: int(v) for k, v in counts.items() if k != "total"} == {
         "index_dataset": 1, "extract_features": 3, "score_and_evaluate": 9, "aggregate_results": 1, "all": 1,
-        "proximity_embed": 1, "proximity_regimes": 1}
+        "proximity_embed": 1, "proximity_regimes": 1,
+        # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
+        "rank_csfs": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,
+        "selected_configuration_tables": 1, "rc_curves": 1}
 
 
 def test_summary_lists_models_and_files(micro_run):
@@ -125,6 +128,9 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
               + sum(len(adversarial_sets(config, s, m)) + len(projnorm_sets(config, s, m)) + 1 for s, m in study))
     # neural collapse (nc_metrics per model, nc_table per source) and proximity (embed + regimes per source)
     total -= n_models + 3 * len(config["sources"])
+    # rankings, figures and tables: rank_csfs, clique_layer_table, best_metric_table and
+    # selected_configuration_tables once, top_clique_map per backbone, rc_curves per source
+    total -= 4 + len(config["backbones"]) + len(config["sources"])
     # all + index + train + extract + fit + score + aggregate
     assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")
