@@ -45,5 +45,7 @@ verify: setup
 dry-run-paper: setup
 	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml
 
+# everything the workflow wrote (results/README.md is tracked and kept)
 clean-demo:
-	rm -rf results/data results/models results/features results/logs results/benchmarks results/pretrained .snakemake
+	find results -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+	rm -rf .snakemake
