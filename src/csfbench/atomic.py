@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 from pathlib import Path
 from typing import Iterator
@@ -47,3 +48,18 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_json(obj: object, path: str | Path, **dumps_kwargs) -> None:
+    """Write ``obj`` as JSON (``json.dumps`` keyword arguments, default indent 2) to ``path`` atomically."""
+    dumps_kwargs.setdefault("indent", 2)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, **dumps_kwargs) + "\n")
+
+
+def save_npy(array, path: str | Path) -> None:
+    """Write ``array`` in numpy's ``.npy`` format to ``path`` atomically (never a truncated array)."""
+    import numpy as np
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, array)

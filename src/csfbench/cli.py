@@ -40,10 +40,9 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _rank(args: argparse.Namespace) -> int:
-    import json
     import warnings
 
-    from csfbench.atomic import atomic_path
+    from csfbench.atomic import write_json
     from csfbench.stats import IncompleteBlocksWarning, StatsInputError, format_summary, rank_table, read_table
 
     blocks = [col.strip() for item in args.blocks for col in item.split(",") if col.strip()]
@@ -58,8 +57,7 @@ def _rank(args: argparse.Namespace) -> int:
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     try:
-        with atomic_path(args.output) as tmp:
-            tmp.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+        write_json(result, args.output, allow_nan=False)
     except OSError as err:
         raise StatsInputError(f"{args.output}: cannot write the output: {err}") from err
     print(format_summary(result))

@@ -11,16 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from csfbench.atomic import atomic_path
+from csfbench.atomic import atomic_path, save_npy, write_json
 from csfbench.data.formats import open_dataset
 from csfbench.data.sources import shift_set, source_split
 
 log = logging.getLogger(__name__)
-
-
-def write_json_atomic(obj: object, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def demo_data(out_files: list[str], seed: int, spec: dict, threads: int = 1) -> dict:
@@ -54,7 +49,7 @@ def index_dataset(dataset: dict, splits: list[str], out_json: str | Path) -> dic
                                   "label_max": int(labels.max()) if len(labels) else None,
                                   "first_sample_id": str(images.sample_ids[0]) if len(images) else None}
         log.info("%s/%s: %d images", dataset["name"], split, len(images))
-    write_json_atomic(index, out_json)
+    write_json(index, out_json, sort_keys=True)
     return index
 
 
@@ -221,12 +216,6 @@ def aggregate_results(metric_files: list[str], out_table: str | Path, out_select
 # shift study: corruption sets, adversarial sets, ProjNorm and its evaluation (spec §3)
 # ---------------------------------------------------------------------------------------------
 
-def _save_npy(array: np.ndarray, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, array)
-
-
 def corrupt_set(dataset: dict, val_size: int, corruption: dict, out_images: str | Path,
                 out_labels: str | Path) -> None:
     """Corrupt the ID test split of a source (``corruption``: family, severity, seed) into the npy layout."""
@@ -234,8 +223,8 @@ def corrupt_set(dataset: dict, val_size: int, corruption: dict, out_images: str 
 
     images = source_split(dataset, val_size, "test")
     clean = np.stack([images.image(i) for i in range(len(images))])
-    _save_npy(corrupt_images(clean, corruption["family"], corruption["severity"], corruption["seed"]), out_images)
-    _save_npy(images.labels.astype(np.int64), out_labels)
+    save_npy(corrupt_images(clean, corruption["family"], corruption["severity"], corruption["seed"]), out_images)
+    save_npy(images.labels.astype(np.int64), out_labels)
     log.info("%s: %s severity %d on %d images", dataset["name"], corruption["family"], corruption["severity"],
              len(images))
 
@@ -253,8 +242,8 @@ def adversarial_set(spec: dict, attack: dict, checkpoint: str | Path, batch_size
     model = load_checkpoint(spec, checkpoint, device)
     adv, summary = attack_set(model, spec, images, attack, batch_size, device,
                               derive_seed(spec["seed"], "attack", attack["name"], attack["eps"]))
-    _save_npy(adv, out_images)
-    _save_npy(images.labels.astype(np.int64), out_labels)
+    save_npy(adv, out_images)
+    save_npy(images.labels.astype(np.int64), out_labels)
     return summary
 
 
@@ -311,7 +300,7 @@ def projnorm_shift(spec: dict, eval_set: dict, settings: dict, checkpoint: str |
         partner = predict(load_checkpoint(partner_spec, partner_checkpoint, device), partner_spec, images, batch, device)
         result.update(agree_score=agree_score(pseudo, partner), agree_partner=partner_spec["model"])
     result["seconds"] = time.perf_counter() - t0
-    write_json_atomic(result, out_json)
+    write_json(result, out_json, sort_keys=True)
     log.info("%s/%s: ProjNorm %.4f on %d images (%.1fs)", spec["model"], eval_set["name"], value, len(images),
              result["seconds"])
     return result

@@ -42,7 +42,7 @@ from typing import Callable
 import h5py
 import numpy as np
 
-from csfbench.atomic import atomic_path
+from csfbench.atomic import write_json
 from csfbench.errors import CsfbenchError
 from csfbench.provenance import git_commit
 
@@ -231,8 +231,7 @@ def build_manifest(results: str | Path, config_path: str | Path) -> dict:
 def write_manifest(results: str | Path, config_path: str | Path, output: str | Path) -> dict:
     """Build the manifest of ``results`` and write it as JSON to ``output`` (atomically)."""
     manifest = build_manifest(results, config_path)
-    with atomic_path(output) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    write_json(manifest, output, indent=1, sort_keys=True)
     return manifest
 
 

@@ -20,7 +20,6 @@ reason instead of failing the job.
 """
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from dataclasses import asdict, dataclass
@@ -30,7 +29,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from csfbench.aggregate.selection import HIGHER_IS_BETTER, selected_rows
-from csfbench.atomic import atomic_path
+from csfbench.atomic import atomic_path, write_json
 from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
@@ -214,8 +213,7 @@ def write_rankings(results_table: str | Path, settings_section: dict | None, cel
     results = rank_results(pd.read_parquet(results_table), cells, settings)
     paths = output_paths(out_dir, cells)
     for result, json_path, csv_path in zip(results, paths["json"], paths["csv"]):
-        with atomic_path(json_path) as tmp:
-            tmp.write_text(json.dumps(result, indent=1) + "\n")
+        write_json(result, json_path, indent=1)
         with atomic_path(csv_path) as tmp:
             ranking_frame(result).to_csv(tmp, index=False)
     with atomic_path(summary_csv) as tmp:

@@ -37,7 +37,7 @@ from typing import Callable
 
 import numpy as np
 
-from csfbench.atomic import atomic_path
+from csfbench.atomic import save_npy
 from csfbench.data.demo_images import blur, digits_images, noise_images, photo_patches, to_uint8
 from csfbench.errors import ConfigError
 
@@ -541,5 +541,4 @@ def _channel_stats(image_sets: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray
 def _write_split(folder: Path, images: np.ndarray, labels: np.ndarray) -> None:
     """``images.npy`` and ``labels.npy`` in ``folder``, each written atomically (never a truncated array)."""
     for name, array in (("images.npy", images), ("labels.npy", labels)):
-        with atomic_path(folder / name) as tmp, open(tmp, "wb") as handle:
-            np.save(handle, array)
+        save_npy(array, folder / name)

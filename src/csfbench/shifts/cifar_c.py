@@ -11,14 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from csfbench.atomic import atomic_path
+from csfbench.atomic import save_npy
 from csfbench.shifts.corruptions import SEVERITIES, corrupt_images
-
-
-def _save(array: np.ndarray, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            np.save(fh, array)
 
 
 def write_cifar_c_archive(folder: str | Path, images: np.ndarray, labels: np.ndarray, families: list[str],
@@ -31,8 +25,8 @@ def write_cifar_c_archive(folder: str | Path, images: np.ndarray, labels: np.nda
     written = []
     for family in families:
         stacked = np.concatenate([corrupt_images(images, family, s, seed) for s in SEVERITIES])
-        _save(stacked, folder / f"{family}.npy")
+        save_npy(stacked, folder / f"{family}.npy")
         written.append(folder / f"{family}.npy")
-    _save(np.tile(labels.astype(np.uint8 if labels.max(initial=0) < 256 else np.int64), len(SEVERITIES)),
+    save_npy(np.tile(labels.astype(np.uint8 if labels.max(initial=0) < 256 else np.int64), len(SEVERITIES)),
           folder / "labels.npy")
     return [*written, folder / "labels.npy"]
