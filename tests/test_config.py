@@ -89,6 +89,12 @@ def _broken(config, path, value):
     (("seed",), -1, ["seed", "minimum 0", "-1"]),
     (("sources", "demo10", "colour"), "red", ["sources/demo10", "colour"]),
     (("sources", "demo10", "dataset"), "cifar10", ["sources/demo10/dataset", "cifar10"]),
+    (("csf", "fixed"), {"KPCA": {"gamma": 0.5}}, ["csf/fixed/KPCA", "'KPCA RecError'", "KPCA"]),
+    (("csf", "search_space"), {"nnguide": {"k": [10, 20]}}, ["csf/search_space/nnguide", "'NNGuide'"]),
+    (("csf", "tuning", "budgets"), {"KPCA RecErr": {"init_points": 1, "n_iter": 0}},
+     ["csf/tuning/budgets/KPCA RecErr", "'projection'"]),
+    (("csf", "tuning", "budgets"), {"GEN": {"init_points": 0, "n_iter": 3}},
+     ["csf/tuning/budgets/GEN/init_points", "minimum 1"]),
 ])
 def test_invalid_config_names_key_expected_found(demo, path, value, fragments):
     with pytest.raises(ConfigError) as err:
@@ -108,3 +114,23 @@ def test_unknown_ood_dataset_is_named(demo):
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError, match="existing YAML file"):
         load_config(tmp_path / "nope.yaml")
+
+
+def test_fit_params_carry_the_resolved_budgets_of_the_group_only(demo):
+    """A fit's Snakemake params hold the budgets of its own tuned quantities, with the defaults
+    written out: spelling out a default changes nothing, another group's budget reruns nothing."""
+    from csfbench.config import csf_fit_config
+    from csfbench.csf.tuning import DEFAULT_BUDGETS
+
+    config = copy.deepcopy(demo)
+    config["csf"]["tuning"].pop("budgets", None)
+    (init_points, n_iter), = DEFAULT_BUDGETS.values()
+    defaults = {name: {"init_points": b[0], "n_iter": b[1]} for name, b in DEFAULT_BUDGETS.items()}
+    assert csf_fit_config(config, "global")["tuning"]["budgets"] == defaults
+    assert csf_fit_config(config, "none")["tuning"]["budgets"] == {}  # KPCA has no `none` variant
+    spelled = copy.deepcopy(config)
+    spelled["csf"]["tuning"]["budgets"] = dict(defaults)
+    assert csf_fit_config(spelled, "class") == csf_fit_config(config, "class")
+    spelled["csf"]["tuning"]["budgets"]["KPCA RecError"] = {"init_points": init_points, "n_iter": n_iter + 1}
+    assert csf_fit_config(spelled, "none") == csf_fit_config(config, "none")
+    assert csf_fit_config(spelled, "class") != csf_fit_config(config, "class")

@@ -10,7 +10,8 @@ from csf_synthetic import make_splits
 
 from csfbench.csf import engine
 from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
-from csfbench.csf.projection import GROUP_VARIANTS, GROUPS, ClassSubspaces, Pca, class_views, n_components
+from csfbench.csf.projection import GROUP_VARIANTS, GROUPS, ClassSubspaces, Pca, class_rec_confidence, class_views, \
+    n_components
 from csfbench.csf.registry import EXPECTED, variants_for
 from csfbench.csf.store import read_fit, write_fit
 from csfbench.csf.temperature import fit_temperature, temperature_nll
@@ -99,6 +100,9 @@ def test_class_views_project_each_row_onto_every_class_subspace():
         hc = (h - pca.mean) @ basis @ basis.T + pca.mean
         assert np.allclose(cv.logits[:, c], hc @ w[c] + b[c])
         assert np.allclose(cv.pred[pred == c], hc[pred == c])
+        rec = -np.linalg.norm(h - hc, axis=1) / np.linalg.norm(h, axis=1)
+        assert np.allclose(cv.rec[:, c], rec)
+        assert np.allclose(class_rec_confidence(h, subspaces)[:, c], rec)  # the tuning objective's fast path
 
 
 def test_temperature_minimises_the_validation_nll():
@@ -140,7 +144,8 @@ def test_tuning_is_deterministic_and_uses_the_budget():
 def test_a_tuned_state_is_the_best_probes_state_and_is_not_refitted():
     splits, ctx = make_splits()
     tuning = TuningSettings(init_points=3, n_iter=2, seed=1,
-                            fixed={"projection": FIXED["projection"], "KPCA RecError": {"n_landmarks": 40}})
+                            fixed={"projection": FIXED["projection"], "KPCA RecError": {"n_landmarks": 40}},
+                            budgets={"KPCA RecError": (2, 2)})  # its own budget: 4 probes
     fits = {"NNGuide": 0, "KPCA RecError": 0}
 
     def counted(csf):
@@ -154,11 +159,11 @@ def test_a_tuned_state_is_the_best_probes_state_and_is_not_refitted():
 
     with mock.patch.object(engine, "variants_for", counted_variants):
         fitted = fit_mode("global", splits["train"], splits["val"], ctx, tuning)
-    assert fits == {"NNGuide": 5, "KPCA RecError": 5}  # one fit per probe, none after the search
+    assert fits == {"NNGuide": 5, "KPCA RecError": 4}  # one fit per probe, none after the search
     train_views = build_views(splits["train"], fitted.projection, ctx.weight, ctx.bias, fitted.temperatures)
     for name in fits:
         item = fitted.csfs[(name, "global")]
-        assert len(item.objectives) == 5
+        assert len(item.objectives) == fits[name]
         refit = engine.BY_NAME[name].fit(train_views["global"], ctx, item.params)
         assert item.state.keys() == refit.keys()
         for key in refit:

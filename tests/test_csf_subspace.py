@@ -230,12 +230,15 @@ def _direct_centred(x, landmarks, normalizer, mean, gamma):
     return rbf_kernel(_unit(x), landmarks, gamma=gamma) @ normalizer.T - mean
 
 
+@pytest.mark.parametrize("max_condition", [0.0, np.inf], ids=["mapped-rows", "kernel-scatter"])
 @pytest.mark.parametrize("block_elements", [None, 64])
-def test_kpca_matches_direct_computation(monkeypatch, block_elements):
-    """Landmarks by the energy rule (L < N); the blockwise fit and score (one block or many) equal the
-    spec formulas applied to the whole N×L matrix at once."""
+def test_kpca_matches_direct_computation(monkeypatch, block_elements, max_condition):
+    """Landmarks by the energy rule (L < N); the blockwise fit and score (one block or many), with the
+    covariance of ψ from explicitly mapped rows or from the kernel rows' scatter, equal the spec
+    formulas applied to the whole N×L matrix at once."""
     if block_elements is not None:
         monkeypatch.setattr(blocks, "MAX_BLOCK_ENTRIES", block_elements)
+    monkeypatch.setattr(kpca, "SANDWICH_MAX_CONDITION", max_condition)
     rng = np.random.default_rng(7)
     features = rng.normal(size=(90, 5)) + 1.0
     energy = rng.normal(size=90)
@@ -252,6 +255,20 @@ def test_kpca_matches_direct_computation(monkeypatch, block_elements):
     psi = rbf_kernel(_unit(test), landmarks, gamma=gamma) @ normalizer.T
     np.testing.assert_allclose(kpca.kpca_score(test, state, gamma, normalized=True),
                                -np.linalg.norm(residual, axis=1) / np.linalg.norm(psi, axis=1), rtol=1e-7)
+
+
+def test_kernel_scatter_is_used_only_for_a_well_conditioned_landmark_kernel():
+    """Cov(ψ) comes from the kernel rows' scatter only when K_mm's condition number is at most
+    SANDWICH_MAX_CONDITION and the eigenvalue floor is inactive (duplicated landmarks make it
+    singular); otherwise rows are mapped explicitly."""
+    rng = np.random.default_rng(11)
+    unit = _unit(rng.normal(size=(30, 4)) + 1.0)
+    spread = np.linalg.eigvalsh(rbf_kernel(unit, unit, gamma=0.5))[::-1]
+    duplicated = np.linalg.eigvalsh(rbf_kernel(np.repeat(unit, 2, axis=0), np.repeat(unit, 2, axis=0), gamma=0.5))
+    assert kpca.kernel_scatter_is_safe(spread) == (spread[0] / spread[-1] <= kpca.SANDWICH_MAX_CONDITION)
+    assert not kpca.kernel_scatter_is_safe(duplicated[::-1])
+    assert kpca.kernel_scatter_is_safe(np.array([2.0, 1.0, 1e-5]))
+    assert not kpca.kernel_scatter_is_safe(np.array([2.0, 1.0, 1e-7]))
 
 
 def test_decomposition_reuse_equals_refit():

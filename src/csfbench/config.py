@@ -103,6 +103,20 @@ def _check_references(config: dict, source: str) -> None:
                 raise ConfigError(f"training/{backbone}/{paradigm}", "settings for an enabled paradigm", None, source)
     if "pretrain" in config and config["pretrain"]["dataset"] not in datasets:
         raise ConfigError("pretrain/dataset", f"a dataset of {sorted(datasets)}", config["pretrain"]["dataset"], source)
+    _check_csf_names(config["csf"], source)
+
+
+def _check_csf_names(csf: dict, source: str) -> None:
+    """Every CSF named under ``fixed``, ``search_space`` and ``tuning/budgets`` must exist (or be
+    ``projection``), so that a misspelt name is an error, not a silently ignored setting."""
+    from csfbench.csf.registry import BY_NAME
+
+    known = sorted(BY_NAME) + ["projection"]
+    for key, entries in (("fixed", csf.get("fixed", {})), ("search_space", csf.get("search_space", {})),
+                         ("tuning/budgets", csf["tuning"].get("budgets", {}))):
+        for name in entries:
+            if name not in known:
+                raise ConfigError(f"csf/{key}/{name}", f"a CSF name of {known}", name, source)
 
 
 def load_config(path: str | Path) -> dict:
@@ -261,9 +275,12 @@ def pretrain_spec(config: dict) -> dict:
 def csf_fit_config(config: dict, group: str) -> dict:
     """The part of the ``csf`` section a fit of projection ``group`` reads (a Snakemake param).
 
-    The list of groups, and the fixed values and search spaces of CSFs without a variant in ``group``
-    (and of the projection, for ``none``), are left out: changing them does not rerun this fit.
+    The list of groups, and the fixed values, search spaces and search budgets of CSFs without a
+    variant in ``group`` (and of the projection, for ``none``), are left out: changing them does not
+    rerun this fit.  The budgets are resolved (the defaults written out), so spelling out a default
+    does not rerun it either.
     """
+    from csfbench.csf.engine import resolved_budgets
     from csfbench.csf.projection import GROUP_VARIANTS
     from csfbench.csf.registry import CSFS
 
@@ -274,6 +291,9 @@ def csf_fit_config(config: dict, group: str) -> dict:
     for key in ("fixed", "search_space"):
         if key in csf:
             out[key] = {name: value for name, value in csf[key].items() if name in used}
+    budgets = resolved_budgets(csf["tuning"])
+    out["tuning"] = {**csf["tuning"], "budgets": {name: {"init_points": b[0], "n_iter": b[1]}
+                                                  for name, b in sorted(budgets.items()) if name in used}}
     return out
 
 

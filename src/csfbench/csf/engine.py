@@ -23,11 +23,11 @@ import numpy as np
 from csfbench.csf import kpca
 from csfbench.csf import logit_scores as ls
 from csfbench.csf.inputs import SplitData
-from csfbench.csf.projection import GROUP_VARIANTS, ClassSubspaces, Pca, class_fit_data, class_views, project, \
-    rec_confidence
+from csfbench.csf.projection import GROUP_VARIANTS, ClassSubspaces, Pca, class_fit_data, class_rec_confidence, \
+    project, rec_confidence
 from csfbench.csf.registry import BY_NAME, EXPECTED, Csf, ModelContext, bounds, variants_for
 from csfbench.csf.temperature import fit_temperature
-from csfbench.csf.tuning import tune
+from csfbench.csf.tuning import DEFAULT_BUDGETS, tune
 from csfbench.csf.views import View, build_views, variant_logits
 from csfbench.csf.distance_scores import class_means
 from csfbench.metrics import augrc
@@ -37,19 +37,40 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TuningSettings:
-    """Search budget and fixed values from the config's ``csf`` section."""
+    """Search budgets and fixed values from the config's ``csf`` section.
+
+    ``init_points`` + ``n_iter`` is the budget of every tuned quantity except those in ``budgets``
+    ({CSF name or "projection": (init_points, n_iter)}; :data:`~csfbench.csf.tuning.DEFAULT_BUDGETS`
+    when the config names none).
+    """
 
     init_points: int = 20
     n_iter: int = 80
     seed: int = 1
     fixed: dict = field(default_factory=dict)          # {CSF name or "projection": {param: value}}
     search_space: dict = field(default_factory=dict)   # {CSF name or "projection": {param: [low, high]}}
+    budgets: dict = field(default_factory=lambda: dict(DEFAULT_BUDGETS))
 
     @classmethod
     def from_config(cls, csf_cfg: dict) -> "TuningSettings":
         t = csf_cfg.get("tuning", {})
         return cls(int(t.get("init_points", 20)), int(t.get("n_iter", 80)), int(t.get("seed", 1)),
-                   csf_cfg.get("fixed", {}), csf_cfg.get("search_space", {}))
+                   csf_cfg.get("fixed", {}), csf_cfg.get("search_space", {}), resolved_budgets(t))
+
+    def budget(self, name: str) -> tuple[int, int]:
+        """(init_points, n_iter) of the tuned quantity ``name`` (a CSF name or "projection")."""
+        return tuple(self.budgets.get(name, (self.init_points, self.n_iter)))
+
+    def search(self, objective, space: dict, name: str, label: str):
+        """:func:`~csfbench.csf.tuning.tune` with the budget of ``name`` and the seed."""
+        return tune(objective, space, *self.budget(name), self.seed, label=label)
+
+
+def resolved_budgets(tuning_cfg: dict) -> dict[str, tuple[int, int]]:
+    """{name: (init_points, n_iter)} from a config's ``csf.tuning`` (its ``budgets``, else the defaults)."""
+    if "budgets" not in tuning_cfg:
+        return dict(DEFAULT_BUDGETS)
+    return {name: (int(b["init_points"]), int(b["n_iter"])) for name, b in tuning_cfg["budgets"].items()}
 
 
 @dataclass
@@ -126,12 +147,12 @@ def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelConte
                     "mean_targets": subspaces.mean_targets(raw_means)}
 
         def val_conf(st):
-            return class_views(val.features, val.pred, st["subspaces"], ctx.weight, ctx.bias).rec.max(1)
+            return class_rec_confidence(val.features, st["subspaces"]).max(1)
 
     if "variance" in fixed:
         return state(float(fixed["variance"]))
-    best, _, _ = tune(lambda p: _objective(val_conf(state(p["variance"])), val), space, tuning.init_points,
-                      tuning.n_iter, tuning.seed, label=f"{group} projection")
+    best, _, _ = tuning.search(lambda p: _objective(val_conf(state(p["variance"])), val), space, "projection",
+                               f"{group} projection")
     return state(best["variance"])
 
 
@@ -167,7 +188,7 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
         return value
 
     with kpca.reuse_decompositions():  # probes that repeat (γ, L) with another v reuse the decomposition
-        params, probed, objectives = tune(probe, space, tuning.init_points, tuning.n_iter, tuning.seed, label)
+        params, probed, objectives = tuning.search(probe, space, csf.name, label)
     state = best["state"] if best.get("params") == params else run(params)[0]
     return FittedCsf(params, state, probed, objectives)
 

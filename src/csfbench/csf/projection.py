@@ -124,6 +124,56 @@ class ClassViews:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass
+class _StackedBases:
+    """All class bases side by side (D × Σk_c), with what every class-wise quantity needs per column."""
+
+    bases: list
+    stacked: np.ndarray      # D × Σk
+    starts: np.ndarray       # first stacked column of each class
+    k: np.ndarray            # k_c
+    mu_coords: np.ndarray    # P_cᵀμ_c per stacked column
+    mu_sq: np.ndarray        # ‖μ_c‖² (C,)
+
+    @classmethod
+    def of(cls, subspaces: ClassSubspaces) -> "_StackedBases":
+        c_count = len(subspaces.means)
+        bases = [subspaces.basis(c) for c in range(c_count)]
+        means = subspaces.means
+        return cls(bases, np.concatenate(bases, axis=1), np.r_[0, np.cumsum(subspaces.k)[:-1]], subspaces.k,
+                   np.concatenate([means[c] @ bases[c] for c in range(c_count)]),
+                   np.einsum("cd,cd->c", means, means))
+
+    def coordinates(self, h: np.ndarray) -> np.ndarray:
+        """a_c = P_cᵀ(h − μ_c) for every class, rows × Σk."""
+        return h @ self.stacked - self.mu_coords
+
+    def segment_sum(self, x: np.ndarray) -> np.ndarray:
+        """Sums of stacked columns per class (rows × C); classes with k_c = 0 give 0."""
+        sums = np.zeros((len(x), len(self.k)))
+        nonempty = self.k > 0
+        sums[:, nonempty] = np.add.reduceat(x, self.starts[nonempty], axis=1) if x.shape[1] else 0.0
+        return sums
+
+    def rec(self, h: np.ndarray, h_sq: np.ndarray, h_mu: np.ndarray, a_sq: np.ndarray) -> np.ndarray:
+        """−‖h − ĥᶜ‖/‖h‖ per class from ‖h − ĥᶜ‖² = ‖h − μ_c‖² − ‖a_c‖² (rows × C)."""
+        residual_sq = np.maximum(h_sq - 2 * h_mu + self.mu_sq - a_sq, 0.0)
+        return -np.sqrt(residual_sq) / np.maximum(np.sqrt(h_sq), 1e-12)
+
+
+def class_rec_confidence(features: np.ndarray, subspaces: ClassSubspaces) -> np.ndarray:
+    """The class-wise PCA RecError confidences −‖h − ĥᶜ‖/‖h‖ alone (N×C, higher = better
+    reconstructed): the ``rec`` of :func:`class_views` without the other class-wise quantities,
+    which is all the validation objective of the class projection's variance needs."""
+    sb = _StackedBases.of(subspaces)
+    out = np.empty((len(features), len(subspaces.means)))
+    for start in range(0, len(features), CHUNK_ROWS):
+        h = features[start:start + CHUNK_ROWS]
+        h_sq = np.einsum("nd,nd->n", h, h)[:, None]
+        out[start:start + len(h)] = sb.rec(h, h_sq, h @ subspaces.means.T, sb.segment_sum(sb.coordinates(h) ** 2))
+    return out
+
+
 def class_views(features: np.ndarray, pred: np.ndarray, subspaces: ClassSubspaces, weight: np.ndarray,
                 bias: np.ndarray, mean_targets: np.ndarray | None = None) -> ClassViews:
     """Project every row onto every class subspace once and collect the class-wise quantities.
@@ -136,45 +186,35 @@ def class_views(features: np.ndarray, pred: np.ndarray, subspaces: ClassSubspace
     """
     n, d = features.shape
     c_count = len(subspaces.means)
-    bases = [subspaces.basis(c) for c in range(c_count)]
-    stacked = np.concatenate(bases, axis=1)                        # D × Σk
-    owner = np.repeat(np.arange(c_count), subspaces.k)             # class of each stacked column
-    starts = np.r_[0, np.cumsum(subspaces.k)[:-1]]
+    sb = _StackedBases.of(subspaces)
+    bases, stacked, starts, mu_coords = sb.bases, sb.stacked, sb.starts, sb.mu_coords
     means = subspaces.means
-    mu_coords = np.concatenate([means[c] @ bases[c] for c in range(c_count)])      # P_cᵀμ_c per column
     w_coords = np.concatenate([weight[c] @ bases[c] for c in range(c_count)])      # P_cᵀw_c
     w_norm = np.linalg.norm(weight[:c_count], axis=1)
-    mu_sq = np.einsum("cd,cd->c", means, means)
     wmu = np.einsum("cd,cd->c", weight[:c_count], means)
     if mean_targets is not None:
         t_coords = np.concatenate([mean_targets[c] @ bases[c] for c in range(c_count)])
         t_norm = np.linalg.norm(mean_targets, axis=1)
         tmu = np.einsum("cd,cd->c", mean_targets, means)
     out = ClassViews(*(np.zeros((n, c_count)) for _ in range(4)), np.zeros((n, d)), np.zeros((n, d)))
-
-    def segment_sum(x):  # sums of stacked columns per class; classes with k_c = 0 give 0
-        sums = np.zeros((len(x), c_count))
-        nonempty = subspaces.k > 0
-        sums[:, nonempty] = np.add.reduceat(x, starts[nonempty], axis=1) if x.shape[1] else 0.0
-        return sums
+    segment_sum = sb.segment_sum
 
     for start in range(0, n, CHUNK_ROWS):
         rows = slice(start, min(start + CHUNK_ROWS, n))
         h = features[rows]
-        coords = h @ stacked - mu_coords                            # a_c for every class, rows × Σk
+        coords = sb.coordinates(h)                                  # a_c for every class, rows × Σk
         a_sq = segment_sum(coords ** 2)                             # ‖a_c‖²
         h_sq = np.einsum("nd,nd->n", h, h)[:, None]
         h_mu = h @ means.T                                          # h·μ_c
         # ĥᶜ = P_c a_c + μ_c, and P_cᵀμ_c lies in the subspace, so ĥᶜ·v = a_c·P_cᵀv + μ_c·v
-        hc_sq = a_sq + 2 * segment_sum(coords * mu_coords) + mu_sq
+        hc_sq = a_sq + 2 * segment_sum(coords * mu_coords) + sb.mu_sq
         hc_norm = np.sqrt(np.maximum(hc_sq, 0.0))
         wdot = segment_sum(coords * w_coords) + wmu
         out.logits[rows] = wdot + bias[:c_count]
         out.cos_weight[rows] = _safe_ratio(wdot, hc_norm * w_norm)
         if mean_targets is not None:
             out.cos_mean[rows] = _safe_ratio(segment_sum(coords * t_coords) + tmu, hc_norm * t_norm)
-        residual_sq = np.maximum(h_sq - 2 * h_mu + mu_sq - a_sq, 0.0)  # ‖h − ĥᶜ‖²
-        out.rec[rows] = -np.sqrt(residual_sq) / np.maximum(np.sqrt(h_sq), 1e-12)
+        out.rec[rows] = sb.rec(h, h_sq, h_mu, a_sq)
         out.avg[rows] = coords @ stacked.T / c_count + means.mean(0)
         for c in np.unique(pred[rows]):
             hit = np.flatnonzero(pred[rows] == c)
