@@ -20,6 +20,7 @@ from csfbench.csf.logit_scores import (EPS, energy, ge, gen, mls, msr, mutual_in
                                        softmax)
 from csfbench.csf.nnguide import nnguide_bank, nnguide_score
 from csfbench.csf.pnml import pnml_fit, pnml_score
+from csfbench.csf.subspace_scores import vim_fit, vim_score
 
 P3 = np.array([[0.5, 0.3, 0.2]])
 
@@ -458,6 +459,49 @@ def test_chunked_scores_equal_single_block(monkeypatch):
         assert np.allclose(a, b, rtol=1e-10, atol=1e-12)
     # NNGuide's similarities are float32 GEMMs, whose rounding BLAS may order differently per block size
     assert np.allclose(whole[-1], chunked[-1], rtol=1e-6, atol=0)
+
+
+def test_map_row_blocks_covers_every_row_once_on_threads(monkeypatch):
+    monkeypatch.setattr(blocks, "thread_count", lambda: 3)
+    monkeypatch.setattr(blocks, "MIN_THREAD_BLOCK_ROWS", 4)
+    seen = []
+    blocks.map_row_blocks(lambda rows: seen.append((rows.start, rows.stop)), 50)
+    assert sorted(seen) == [(s, min(s + 5, 50)) for s in range(0, 50, 5)]  # 50 / (4 blocks · 3 threads) -> 5
+
+    def fail(rows):
+        raise RuntimeError(f"block {rows.start}")
+
+    with pytest.raises(RuntimeError, match="block"):
+        blocks.map_row_blocks(fail, 50)
+    # sums are added in row order: [0, 5) + [5, 10) + ... whatever the threads' timing
+    total = blocks.sum_row_blocks(lambda rows: np.array([float(rows.start)]), 50)
+    assert total.tolist() == [sum(range(0, 50, 5))]
+
+
+def test_threaded_scores_equal_serial(monkeypatch):
+    """Every kernel that runs on :func:`blocks.map_row_blocks` or :func:`blocks.sum_row_blocks` gives the
+    same fits and scores on 3 threads with small blocks as serially (float32 inputs included)."""
+    train, y_train, test_id, test_ood, weight, bias, _ = _synthetic(3)
+    h = np.vstack([test_id, test_ood])
+    z = h @ weight.T + bias
+    bank = nnguide_bank(train, train @ weight.T + bias, y_train, len(weight), alpha=0.2)
+
+    def run():
+        p = softmax(z, 1.3)
+        pnml, subspace = pnml_fit(train), vim_fit(train, train @ weight.T + bias, weight, bias, 8)
+        return [nnguide_score(h, z, bank, 7), p, softmax(z.astype(np.float32)), msr(p), mls(z, 1.3), pe(p),
+                energy(z, 1.3), energy(z.astype(np.float32)), fdbd(h.astype(np.float32), z, weight, train.mean(axis=0)),
+                pnml["p_plus"], pnml_score(h, weight, bias, **pnml), subspace["alpha"], vim_score(h, z, **subspace)]
+
+    monkeypatch.setattr(blocks, "thread_count", lambda: 1)
+    serial = run()
+    monkeypatch.setattr(blocks, "thread_count", lambda: 3)
+    monkeypatch.setattr(blocks, "MIN_THREAD_BLOCK_ROWS", 16)
+    threaded = run()
+    # NNGuide's similarities are float32 GEMMs, whose rounding BLAS may order differently per block size
+    assert np.allclose(serial[0], threaded[0], rtol=1e-6, atol=0)
+    for a, b in zip(serial[1:], threaded[1:]):  # fitted sums are added in other blocks: rounding only
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(a).max())
 
 
 def test_nnguide_float32_similarities_match_float64_reference():

@@ -1,7 +1,21 @@
-"""Row blocks and row normalisation shared by the CSF kernels (memory bounded by the block, not N)."""
+"""Row blocks, their execution on threads, and row normalisation shared by the CSF kernels.
+
+Memory is bounded by the block, not N.  :func:`map_row_blocks` runs a per-block kernel on as many
+threads as BLAS may use (``threadpoolctl`` limits apply, so a one-thread BLAS setting gives a
+serial run): numpy's ufuncs, reductions and BLAS calls release the GIL, so row blocks of the
+elementwise work that numpy would run on one core spread over all of them.  Kernels built on it
+call BLAS/LAPACK only single-threaded (inside the blocks, or through :func:`single_threaded_blas`):
+OpenBLAS's own threads keep spinning on their cores for a while after a multi-threaded call and
+would slow the block threads down.
+"""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from functools import cache
 
 import numpy as np
 
@@ -9,6 +23,11 @@ import numpy as np
 MAX_BLOCK_ROWS = 4096
 #: ... and at most this many float64 entries in a block's widest temporary (128 MiB)
 MAX_BLOCK_ENTRIES = 1 << 24
+#: threaded blocks: at least this many rows (the Python overhead per block stays small against its work) ...
+MIN_THREAD_BLOCK_ROWS = 256
+#: ... and, above that, this many blocks per thread, so that a thread slowed by other load leaves its
+#: share to the others
+BLOCKS_PER_THREAD = 4
 
 
 def row_blocks(n_rows: int, row_width: int = 1) -> Iterator[slice]:
@@ -19,8 +38,87 @@ def row_blocks(n_rows: int, row_width: int = 1) -> Iterator[slice]:
         yield slice(start, min(start + size, n_rows))
 
 
+@cache
+def _blas():
+    """The BLAS libraries loaded in the process (threadpoolctl), looked up once."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController().select(user_api="blas")
+
+
+def thread_count() -> int:
+    """The number of threads BLAS may use now (at least 1): the threads :func:`map_row_blocks` uses."""
+    return max([lib.num_threads for lib in _blas().lib_controllers] + [1])
+
+
+@cache
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="csf-blocks")
+
+
+def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int = 1) -> None:
+    """Call ``kernel(rows)`` once for every slice of a cover of ``range(n_rows)``; the kernel stores
+    its own results (e.g. into ``out[rows]`` of an array the caller allocated).
+
+    With T = the current BLAS thread count > 1 the slices are taken by T threads (the caller's among
+    them) while BLAS is limited to one thread, so a kernel's matrix products run one per thread
+    instead of competing for the same cores; blocks then hold at most ``MAX_BLOCK_ENTRIES / T``
+    entries of ``row_width`` per row (the temporaries of all threads together stay in the
+    :func:`row_blocks` budget), and at most ``n_rows / (BLOCKS_PER_THREAD · T)`` rows unless that
+    is below :data:`MIN_THREAD_BLOCK_ROWS`.  With T = 1 the kernel runs on :func:`row_blocks`.
+    Kernels of different blocks must not write to the same memory.
+    """
+    threads = thread_count()
+    if threads <= 1 or n_rows <= MIN_THREAD_BLOCK_ROWS:
+        for rows in row_blocks(n_rows, row_width):
+            kernel(rows)
+        return
+    size = max(1, min(MAX_BLOCK_ROWS, MAX_BLOCK_ENTRIES // (max(row_width, 1) * threads),
+                      max(MIN_THREAD_BLOCK_ROWS, -(-n_rows // (BLOCKS_PER_THREAD * threads)))))
+    slices = iter([slice(start, min(start + size, n_rows)) for start in range(0, n_rows, size)])
+
+    def drain() -> None:
+        # next() on a list iterator is atomic under the GIL, so every slice goes to exactly one thread
+        for rows in slices:
+            kernel(rows)
+
+    with single_threaded_blas():
+        helpers = [_pool().submit(drain) for _ in range(threads - 1)]
+        try:
+            drain()
+        finally:
+            for helper in helpers:  # all threads finish before BLAS threads are restored; errors propagate
+                helper.result()
+
+
+def sum_row_blocks(term: Callable[[slice], np.ndarray], n_rows: int, row_width: int = 1) -> np.ndarray:
+    """``sum over the blocks of term(rows)`` (float64 arrays of one shape; n_rows >= 1), for the
+    blocks of :func:`map_row_blocks`, added in row order whatever the threads' timing, so the rounding is
+    the same in every run with the same thread count."""
+    pending: dict[int, tuple[int, np.ndarray]] = {}
+    total: list = [0, None]  # start of the next block to add, running sum
+    lock = threading.Lock()
+
+    def block(rows: slice) -> None:
+        part = term(rows)
+        with lock:
+            pending[rows.start] = (rows.stop, part)
+            while total[0] in pending:  # blocks finished out of order wait here for their predecessors
+                total[0], part = pending.pop(total[0])
+                total[1] = part if total[1] is None else np.add(total[1], part, out=total[1])
+
+    map_row_blocks(block, n_rows, row_width)
+    return total[1]
+
+
+def single_threaded_blas() -> AbstractContextManager:
+    """A context in which BLAS/LAPACK run on one thread (for the small factorisations of the kernels)."""
+    return _blas().limit(limits=1)
+
+
 def unit_rows(x: np.ndarray) -> np.ndarray:
     """Rows of ``x`` divided by their L2 norm (float64); an all-zero row stays zero."""
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.maximum(norms, np.finfo(np.float64).tiny)
+    x = np.asarray(x)
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
+    return np.divide(x, np.maximum(norms, np.finfo(np.float64).tiny)[:, None], dtype=np.float64)
+

@@ -16,10 +16,10 @@ changes a ranking of real scores, and halves the GEMM and cuts the partition ~10
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
-from csfbench.csf.blocks import row_blocks, unit_rows
+from csfbench.csf.blocks import map_row_blocks, unit_rows
 from csfbench.csf.distance_scores import check_labels
+from csfbench.csf.logit_scores import energy
 
 #: the authors' ``np.random.seed(12345)`` (spec row 14)
 NNGUIDE_SEED = 12345
@@ -45,25 +45,28 @@ def nnguide_bank(features: np.ndarray, logits: np.ndarray, labels: np.ndarray, n
         if len(members):
             chosen.append(rng.choice(members, size=min(per_class, len(members)), replace=False))
     index = np.concatenate(chosen)
-    energies = logsumexp(np.asarray(logits, dtype=np.float64)[index], axis=1)
+    energies = energy(np.asarray(logits)[index])  # LSE(z): the energy score at T = 1
     return unit_rows(features[index]) * energies[:, None]
 
 
 def nnguide_score(features: np.ndarray, logits: np.ndarray, bank: np.ndarray, k: int) -> np.ndarray:
     """NNGuide confidence ``LSE(z) · mean(top-k_i (h/||h||) · b_i)``, shape (N,).
 
-    ``k`` is capped at the bank size M; similarities are computed in row blocks of at most
-    :data:`~csfbench.csf.distance_scores.MAX_BLOCK_ENTRIES` entries.
+    ``k`` is capped at the bank size M; similarities are computed in row blocks (on several threads)
+    of at most :data:`~csfbench.csf.blocks.MAX_BLOCK_ENTRIES` entries.
     """
     features = np.asarray(features)
-    bank = np.asarray(bank, dtype=np.float32)
-    n_bank = len(bank)
+    bank_t = np.asarray(bank, dtype=np.float32).T
+    n_bank = bank_t.shape[1]
     if k < 1:
         raise ValueError(f"NNGuide k must be >= 1, got {k}")
     k = min(k, n_bank)
     guidance = np.empty(len(features))
-    for block in row_blocks(len(features), max(n_bank, features.shape[1])):
-        similarities = unit_rows(features[block]).astype(np.float32) @ bank.T
+
+    def block(rows):
+        similarities = unit_rows(features[rows]).astype(np.float32) @ bank_t
         top = np.partition(similarities, n_bank - k, axis=1)[:, n_bank - k:]
-        guidance[block] = top.mean(axis=1, dtype=np.float64)
-    return logsumexp(np.asarray(logits, dtype=np.float64), axis=1) * guidance
+        np.mean(top, axis=1, dtype=np.float64, out=guidance[rows])
+
+    map_row_blocks(block, len(features), max(n_bank, features.shape[1]))
+    return energy(logits) * guidance  # LSE(z): the energy score at T = 1

@@ -8,16 +8,12 @@ Features are normalised and bias-augmented, ``x̃ = [1, h/||h||]`` (D+1).  Fit:
 """
 from __future__ import annotations
 
+from functools import cache, partial
+
 import numpy as np
-from scipy.special import log_softmax, logsumexp
+from scipy.linalg.blas import dtrmm
 
-from csfbench.csf.blocks import row_blocks, unit_rows
-
-
-def _augment(features: np.ndarray) -> np.ndarray:
-    """``[1, h/||h||]`` per row: N×D → N×(D+1) float64."""
-    unit = unit_rows(features)
-    return np.hstack([np.ones((len(unit), 1)), unit])
+from csfbench.csf.blocks import map_row_blocks, single_threaded_blas, sum_row_blocks, unit_rows
 
 
 def pnml_fit(features: np.ndarray) -> dict[str, np.ndarray]:
@@ -28,12 +24,48 @@ def pnml_fit(features: np.ndarray) -> dict[str, np.ndarray]:
     """
     features = np.asarray(features)
     dim = features.shape[1] + 1
-    gram = np.zeros((dim, dim))
-    for block in row_blocks(len(features), dim):
-        augmented = _augment(features[block])
-        gram += augmented.T @ augmented
-    p_plus = np.linalg.pinv(gram, hermitian=True, rtol=None)
-    return {"p_plus": p_plus, "p_perp": np.eye(dim) - p_plus @ gram}
+
+    def term(rows):
+        augmented = np.empty((rows.stop - rows.start, dim))
+        augmented[:, 0] = 1.0
+        augmented[:, 1:] = unit_rows(features[rows])
+        return np.dot(augmented.T, augmented)  # np.dot of a transposed self-product uses BLAS syrk
+
+    gram = sum_row_blocks(term, len(features), dim)
+    with single_threaded_blas():
+        p_plus = np.linalg.pinv(gram, hermitian=True, rtol=None)
+        return {"p_plus": p_plus, "p_perp": np.eye(dim) - p_plus @ gram}
+
+
+def _lower_factor(psd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A lower-triangular L with ``L Lᵀ = psd`` (a symmetric positive semi-definite (D+1)×(D+1)
+    matrix), as its first column (D+1,) and its trailing block ``L_(1:,1:)`` (D×D, C-contiguous).
+
+    The Cholesky factor; where that fails (a singular matrix, e.g. the pseudo-inverse of
+    rank-deficient training features), ``Rᵀ`` of the QR decomposition ``(V √Λ)ᵀ = Q R`` of a square
+    root from the eigen-decomposition ``psd = V Λ Vᵀ`` (negative rounding noise in Λ clipped to 0),
+    since ``psd = (V √Λ)(V √Λ)ᵀ = Rᵀ Qᵀ Q R = Rᵀ R``.
+    """
+    try:
+        lower = np.linalg.cholesky(psd)
+    except np.linalg.LinAlgError:
+        values, vectors = np.linalg.eigh(psd)
+        lower = np.linalg.qr((vectors * np.sqrt(np.clip(values, 0.0, None))).T, mode="r").T
+    return lower[:, 0].copy(), np.ascontiguousarray(lower[1:, 1:])
+
+
+def _quadratic_forms(unit: np.ndarray, factor: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``x̃ᵀ L Lᵀ x̃`` per row for ``x̃ = [1, unit]`` and L from :func:`_lower_factor`.
+
+    ``x̃ᵀ L = [L_00 + unit · L_(1:,0),  unit L_(1:,1:)]`` (``L_(0,1:)`` is 0); the triangular product
+    costs half a general matrix product.  ``unit`` (n×D float64, C-contiguous) is overwritten.
+    """
+    first, lower = factor
+    head = first[0] + unit @ first[1:]
+    # a C-contiguous array is the Fortran layout of its transpose, so BLAS trmm sees the upper-triangular
+    # lowerᵀ and unitᵀ and forms lowerᵀ unitᵀ = (unit L_(1:,1:))ᵀ in unit's memory, without copies
+    product = dtrmm(1.0, lower.T, unit.T, side=0, lower=0, trans_a=0, overwrite_b=1).T
+    return head**2 + np.einsum("ij,ij->i", product, product)
 
 
 def pnml_score(features: np.ndarray, weight: np.ndarray, bias: np.ndarray,
@@ -41,28 +73,52 @@ def pnml_score(features: np.ndarray, weight: np.ndarray, bias: np.ndarray,
     """pNML confidence ``-Γ``, shape (N,), in [-1, 0].
 
     ``features`` N×D, ``weight`` C×D, ``bias`` (C,), projectors from :func:`pnml_fit`.  Step 5 is
-    evaluated as ``log q̂_k = -log(1 + exp(log(1 - q_k) + (x̃^T g - 1) log q_k))``, the same quantity
-    without the 0/0 that underflowing ``q_k`` would give.
+    evaluated as ``q̂_k = 1 / (1 + (1 - q_k) exp((x̃ᵀg - 1) log q_k))`` (numerator and denominator
+    divided by ``q_k``), with ``log q_k`` and ``1 - q_k = sum_(j≠k) q_j`` from the shifted logits, so
+    underflowing ``q_k`` take their limits (0 for ``x̃ᵀg < 1``, 1 for ``x̃ᵀg > 1``) instead of 0/0.
+    Since every ``q̂_k >= q_k``, ``sum_k q̂_k >= 1`` and the sum is formed directly.
+    Quadratic forms use triangular factors of the projectors (:func:`_quadratic_forms`).
     """
     features = np.asarray(features)
-    weight = np.asarray(weight, dtype=np.float64)
+    weight_t = np.asarray(weight, dtype=np.float64).T
     bias = np.asarray(bias, dtype=np.float64)
-    n_classes = len(weight)
+    n_classes = len(bias)
     scores = np.empty(len(features))
+    with single_threaded_blas():
+        plus = _lower_factor(p_plus)
     # x̃ᵀP_perp x̃ <= ||P_perp||_2 ||x̃||² <= ||P_perp||_F · 2 (||x̃||² = 1 + ||h/||h||||² <= 2), so
     # where that bound lies below every a/(1+a) of a block the max rule picks a/(1+a) for each row
     # and the second quadratic form is skipped; exact, and the usual case for full-rank training
     # features (P_perp ≈ 0), where it halves the work
     perp_bound = 2.0 * np.linalg.norm(p_perp) * (1.0 + 1e-6)
-    for block in row_blocks(len(features), max(features.shape[1] + 1, n_classes)):
-        augmented = _augment(features[block])
-        log_q = log_softmax(augmented[:, 1:] @ weight.T + bias, axis=1)
-        parallel = np.einsum("ij,ij->i", augmented @ p_plus, augmented)
+    # factorised on first need (two threads needing it at once may both compute the same factor)
+    perp_factor = cache(partial(_lower_factor, p_perp))
+    log_n_classes = np.log(n_classes)
+
+    def block(rows):
+        unit = unit_rows(features[rows])
+        shifted = unit @ weight_t
+        shifted += bias
+        parallel = _quadratic_forms(unit, plus)
         x_t_g = parallel / (1.0 + parallel)
         if not perp_bound < x_t_g.min(initial=np.inf):
-            np.maximum(x_t_g, np.einsum("ij,ij->i", augmented @ p_perp, augmented), out=x_t_g)
-        with np.errstate(divide="ignore"):  # q_k = 1 gives log(1 - q_k) = -inf, i.e. q̂_k = 1
-            log_one_minus_q = np.log1p(-np.exp(log_q))
-        log_genie = -np.logaddexp(0.0, log_one_minus_q + (x_t_g[:, None] - 1.0) * log_q)
-        scores[block] = -logsumexp(log_genie, axis=1) / np.log(n_classes)
+            np.maximum(x_t_g, _quadratic_forms(unit_rows(features[rows]), perp_factor()), out=x_t_g)
+        shifted -= shifted.max(axis=1, keepdims=True)  # s_k = z_k - max z: log q_k = s_k - log sum_j exp s_j
+        exp_shifted = np.exp(shifted)
+        total = exp_shifted.sum(axis=1, keepdims=True)
+        genie = shifted  # from here on the buffer holds the successive terms of q̂_k
+        genie -= np.log(total)
+        genie *= (x_t_g - 1.0)[:, None]
+        with np.errstate(over="ignore"):  # inf is the limit q̂_k = 0 of a vanishing q_k with x̃ᵀg < 1
+            np.exp(genie, out=genie)
+        # 1 - q_k = (sum_j exp s_j - exp s_k) / sum_j exp s_j, without the rounding of 1 - q_k
+        one_minus_q = np.subtract(total, exp_shifted, out=exp_shifted)
+        one_minus_q /= total
+        genie *= one_minus_q
+        genie += 1.0
+        np.reciprocal(genie, out=genie)
+        scores[rows] = np.log(genie.sum(axis=1))
+        scores[rows] /= -log_n_classes
+
+    map_row_blocks(block, len(features), max(features.shape[1] + 1, n_classes))
     return scores

@@ -6,8 +6,8 @@ For Deep Gamblers the caller decides whether the abstention row is dropped (spec
 
 Every score is a float64 array (N,), oriented as a **confidence**: higher = more in-distribution
 (spec §2.3: the residual norm and the ViM virtual logit are negated).  Inputs may be float32 or
-float64; all arithmetic is float64, in row blocks (:func:`csfbench.csf.blocks.row_blocks`) so that the
-float64 copies stay bounded for large N.  Fitted states are dicts of numpy arrays (HDF5-storable).
+float64; all arithmetic is float64, in row blocks (on several threads:
+:func:`csfbench.csf.blocks.map_row_blocks`) so that the float64 copies stay bounded for large N.  Fitted states are dicts of numpy arrays (HDF5-storable).
 
 The validation, blocking and eigen-decomposition helpers here are shared with
 :mod:`csfbench.csf.kpca`.
@@ -16,15 +16,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.blocks import row_blocks
+from csfbench.csf.blocks import map_row_blocks, row_blocks, single_threaded_blas, sum_row_blocks
 from csfbench.csf.logit_scores import energy
 
-#: target number of float64 values in one row block (32 MiB)
 #: a mean training residual below this fraction of the RMS ‖h − u‖ counts as zero (ViM's alpha undefined)
 RESIDUAL_RTOL = 1e-10
 
 
 def _finite(x: np.ndarray, name: str) -> np.ndarray:
+    # a NaN/Inf entry makes its row sum NaN/Inf, so finite row sums (matrix-vector products in row
+    # blocks, no N×D boolean temporary) prove the check; only non-finite sums, which finite entries
+    # can also give by overflow, need the entrywise test
+    row_sums = x
+    if x.ndim == 2:
+        row_sums, ones = np.empty(x.shape[0]), np.ones(x.shape[1], dtype=x.dtype)
+        map_row_blocks(lambda rows: np.copyto(row_sums[rows], x[rows] @ ones), x.shape[0], x.shape[1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(row_sums.sum()):
+            return x
     if not np.isfinite(x).all():
         raise ValueError(f"{name} contains {int(np.count_nonzero(~np.isfinite(x)))} NaN/Inf value(s)")
     return x
@@ -69,13 +78,12 @@ def eigh_descending(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
-    """Σ_i (h_i − o)(h_i − o)ᵀ (D×D, float64), accumulated in row blocks."""
-    dim = features.shape[1]
-    scatter = np.zeros((dim, dim))
-    for rows in row_blocks(features.shape[0], dim):
-        centred = features[rows].astype(np.float64) - origin
-        scatter += np.dot(centred.T, centred)  # np.dot of a transposed self-product uses BLAS syrk
-    return scatter
+    """Σ_i (h_i − o)(h_i − o)ᵀ (D×D, float64), accumulated in row blocks (on several threads)."""
+    def term(rows):
+        centred = np.subtract(features[rows], origin, dtype=np.float64)
+        return np.dot(centred.T, centred)  # np.dot of a transposed self-product uses BLAS syrk
+
+    return sum_row_blocks(term, features.shape[0], features.shape[1])
 
 
 def principal_dim(feature_dim: int) -> int:
@@ -93,11 +101,14 @@ def principal_dim(feature_dim: int) -> int:
 
 
 def _residual_norm(features: np.ndarray, origin: np.ndarray, basis: np.ndarray) -> np.ndarray:
-    """‖Rᵀ(h − u)‖₂ per row (N,), in row blocks."""
+    """‖Rᵀ(h − u)‖₂ per row (N,), in row blocks on several threads."""
     norms = np.empty(features.shape[0])
-    for rows in row_blocks(features.shape[0], features.shape[1]):
-        projected = (features[rows] - origin) @ basis  # float64: origin is float64
-        norms[rows] = np.sqrt(np.einsum("ij,ij->i", projected, projected))
+
+    def block(rows):
+        projected = np.subtract(features[rows], origin, dtype=np.float64) @ basis
+        np.sqrt(np.einsum("ij,ij->i", projected, projected), out=norms[rows])
+
+    map_row_blocks(block, features.shape[0], features.shape[1])
     return norms
 
 
@@ -128,9 +139,11 @@ def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.
     bias = as_vector(bias, "bias", length=weight.shape[0])
     if not 0 <= principal_dim < dim:
         raise ValueError(f"principal_dim must lie in [0, D) = [0, {dim}), got {principal_dim}")
-    origin = -np.linalg.pinv(weight.astype(np.float64)) @ bias
+    with single_threaded_blas():
+        origin = -np.linalg.pinv(weight.astype(np.float64)) @ bias
     second_moment = scatter_about(features, origin) / (n - 1)
-    _, vectors = eigh_descending(second_moment)
+    with single_threaded_blas():
+        _, vectors = eigh_descending(second_moment)
     basis = np.ascontiguousarray(vectors[:, principal_dim:])
     mean_residual = _residual_norm(features, origin, basis).mean()
     if mean_residual <= RESIDUAL_RTOL * np.sqrt(np.trace(second_moment)):
