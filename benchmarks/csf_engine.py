@@ -201,7 +201,6 @@ class EngineRecorder(logging.Handler):
         self.setup: dict[str, float] = {}
         self.undefined: dict[tuple[str, str], str] = {}
         self.tunes: list[dict] = []
-        self.kpca_reused = 0  # tuning probes that reused a KPCA decomposition (same γ and L, another v)
         self.in_fit = False
 
     def _next_csf(self) -> dict:
@@ -210,8 +209,6 @@ class EngineRecorder(logging.Handler):
         return out
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name == "csfbench.csf.kpca" and "reused" in str(record.msg):
-            self.kpca_reused += 1
         if record.name != "csfbench.csf.engine" or not isinstance(record.args, tuple):
             return
         msg, args = str(record.msg), record.args
@@ -271,11 +268,9 @@ class EngineRecorder(logging.Handler):
 def run_engine(splits: dict[str, SplitData], ctx: ModelContext, tuning: TuningSettings, groups: list[str],
                peaks: PeakRss, fit_only: bool = False) -> dict:
     recorder = EngineRecorder(peaks)
-    log, kpca_log = logging.getLogger("csfbench.csf.engine"), logging.getLogger("csfbench.csf.kpca")
+    log = logging.getLogger("csfbench.csf.engine")
     log.setLevel(logging.INFO)
-    kpca_log.setLevel(logging.DEBUG)
     log.addHandler(recorder)
-    kpca_log.addHandler(recorder)
     scored = [name for name in splits if name not in ("train", "val")]
     result = {"groups": {}}
     try:
@@ -320,8 +315,6 @@ def run_engine(splits: dict[str, SplitData], ctx: ModelContext, tuning: TuningSe
             result["mem"] = peaks.end("engine")
     finally:
         log.removeHandler(recorder)
-        kpca_log.removeHandler(recorder)
-    result["kpca_decompositions_reused"] = recorder.kpca_reused
     result["undefined"] = {f"{k[0]} [{k[1]}]": v for k, v in recorder.undefined.items()}
     families: dict[str, dict] = {}
     for phase, records in (("fit", recorder.fit), ("score", recorder.score)):
@@ -555,8 +548,6 @@ def markdown(result: dict) -> str:
             for t in tunes:
                 out.append(f"| {t['label']} | {t['probes']} | {t['total_s']:.1f} | {t['objective_s']:.1f} | "
                            f"{t['bo_overhead_s']:.1f} |")
-            out.append(f"\nKPCA probes that reused a decomposition (same γ and L, another v): "
-                       f"{eng.get('kpca_decompositions_reused', 0)}")
         if "extrapolation" in eng:
             x = eng["extrapolation"]
             out.append(f"\n**Extrapolation (not measured)** to {x['probes']} probes per tuned quantity: "

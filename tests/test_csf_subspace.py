@@ -282,34 +282,6 @@ def test_decomposition_reuse_equals_refit():
             np.testing.assert_array_equal(reused[key], refit[key])
 
 
-def test_decompositions_are_reused_only_inside_the_block_and_for_equal_gamma_and_landmarks():
-    rng = np.random.default_rng(9)
-    features, energy = rng.normal(size=(60, 4)), rng.normal(size=60)
-    labels = np.arange(60) % 3
-    fresh = {v: kpca.kpca_fit(features, energy, 0.4, 30, v) for v in (0.85, 0.95)}
-    fresh_classes = {v: kpca.kpca_fit_classes(features, labels, energy, 3, 0.4, 30, v) for v in (0.85, 0.95)}
-    assert fresh[0.85]["normalizer"] is not fresh[0.95]["normalizer"]  # no reuse outside the block
-    with kpca.reuse_decompositions():
-        first = kpca.kpca_fit(features, energy, 0.4, 30, 0.85)
-        first_classes = kpca.kpca_fit_classes(features, labels, energy, 3, 0.4, 30, 0.85)
-        again = kpca.kpca_fit(features.copy(), energy.copy(), 0.4, 30, 0.95)  # equal inputs, another v
-        again_classes = kpca.kpca_fit_classes(features, labels, energy, 3, 0.4, 30, 0.95)
-        other_gamma = kpca.kpca_fit(features, energy, 0.5, 30, 0.95)
-        other_landmarks = kpca.kpca_fit(features, energy, 0.5, 20, 0.95)
-        other_energy = kpca.kpca_fit(features, energy + 1e-3 * np.arange(60), 0.5, 20, 0.95)
-    assert again["normalizer"] is first["normalizer"] and again_classes["normalizer"] is first_classes["normalizer"]
-    assert other_gamma["normalizer"] is not again["normalizer"]
-    assert other_landmarks["normalizer"] is not other_gamma["normalizer"]
-    assert other_energy["normalizer"] is not other_landmarks["normalizer"]
-    for cached, reference in ((first, fresh[0.85]), (again, fresh[0.95]), (first_classes, fresh_classes[0.85]),
-                              (again_classes, fresh_classes[0.95]),
-                              (other_gamma, kpca.kpca_fit(features, energy, 0.5, 30, 0.95))):
-        assert cached.keys() == reference.keys()
-        for key in reference:
-            np.testing.assert_array_equal(cached[key], reference[key])
-    assert kpca._last_decomposition is None
-
-
 def test_kpca_class_mode():
     rng = np.random.default_rng(9)
     sizes, dim, gamma, variance = (30, 25, 20), 5, 0.6, 0.8

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from csfbench.csf import kpca
 from csfbench.csf import logit_scores as ls
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import GROUP_VARIANTS, ClassSubspaces, Pca, class_fit_data, class_rec_confidence, \
@@ -187,8 +186,7 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
             best.update(objective=value, params=p, state=state)
         return value
 
-    with kpca.reuse_decompositions():  # probes that repeat (γ, L) with another v reuse the decomposition
-        params, probed, objectives = tuning.search(probe, space, csf.name, label)
+    params, probed, objectives = tuning.search(probe, space, csf.name, label)
     state = best["state"] if best.get("params") == params else run(params)[0]
     return FittedCsf(params, state, probed, objectives)
 

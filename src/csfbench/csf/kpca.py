@@ -18,9 +18,7 @@ block's mean to avoid cancellation).  States are dicts of numpy arrays (HDF5-sto
 
 Hyper-parameter tuning: :func:`kpca_decompose` does the expensive part for fixed (γ, L) and
 :func:`kpca_truncate` picks the components for a variance v, so several v reuse one decomposition
-(:func:`kpca_fit` is the two in sequence; the ``_classes`` functions mirror them per class).  Inside
-:func:`reuse_decompositions` (the engine's tuning loop) the fits keep the last decomposition per
-mode and reuse it when a probe repeats (inputs, γ, L) with another v.
+(:func:`kpca_fit` is the two in sequence; the ``_classes`` functions mirror them per class).
 
 Precision: everything is float64.  A float32 kernel was measured and rejected: the Nyström map and
 the residual projection multiply kernel rows by K_mm^(-1/2)-sized matrices (entries up to 20 on the
@@ -29,9 +27,6 @@ the ~1e-7 float32 kernel error into relative score errors of 1e-5–1e-4, above 
 with the direct computation that the tests require.
 """
 from __future__ import annotations
-
-import logging
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -48,42 +43,6 @@ SANDWICH_MAX_CONDITION = 1e6
 NORM_EPS = 1e-12
 
 _STATE_KEYS = ("landmarks", "normalizer", "mean", "components")
-
-log = logging.getLogger(__name__)
-#: while :func:`reuse_decompositions` is active: {mode: (inputs, (γ, L), decomposition)}, else None
-_last_decomposition: dict | None = None
-
-
-@contextmanager
-def reuse_decompositions():
-    """Within the block, :func:`kpca_fit` and :func:`kpca_fit_classes` reuse the previous call's
-    decomposition (one kept per mode) when the inputs, γ and n_landmarks are the same; only
-    :func:`kpca_truncate` runs again.  The results equal a fresh fit; the cache ends with the block."""
-    global _last_decomposition
-    outer, _last_decomposition = _last_decomposition, {}
-    try:
-        yield
-    finally:
-        _last_decomposition = outer
-
-
-def _same_inputs(a: tuple, b: tuple) -> bool:
-    return all(x is y or (x.shape == y.shape and np.array_equal(x, y)) for x, y in zip(a, b))
-
-
-def _decomposition(mode: str, inputs: tuple, params: tuple, compute) -> dict[str, np.ndarray]:
-    """``compute()``, or the kept result of the previous ``mode`` call with equal inputs and params."""
-    if _last_decomposition is None:
-        return compute()
-    kept = _last_decomposition.get(mode)
-    if kept is not None and kept[1] == params and _same_inputs(kept[0], inputs):
-        log.debug("KPCA %s: decomposition for (gamma, n_landmarks) = %s reused", mode, params)
-        return kept[2]
-    _last_decomposition.pop(mode, None)  # free the old one before computing the next
-    result = compute()
-    _last_decomposition[mode] = (inputs, params, result)
-    return result
-
 
 def _unit_rows(features: np.ndarray) -> np.ndarray:
     """ĥ = h / (‖h‖₂ + 1e-12) per row, float64."""
@@ -220,9 +179,7 @@ def kpca_fit(features, energy, gamma: float, n_landmarks: int, variance: float) 
     ``features`` N×D (N >= 2) and ``energy`` (N,) = T·LSE(z/T) of the training split; γ > 0;
     v ∈ [0, 1].  State layout: see :func:`kpca_truncate`.
     """
-    decomposition = _decomposition("global", (np.asarray(features), np.asarray(energy)), (gamma, n_landmarks),
-                                   lambda: kpca_decompose(features, energy, gamma, n_landmarks))
-    return kpca_truncate(decomposition, variance)
+    return kpca_truncate(kpca_decompose(features, energy, gamma, n_landmarks), variance)
 
 
 def _residuals(features: np.ndarray, state: dict[str, np.ndarray], gamma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -323,10 +280,8 @@ def kpca_fit_classes(features, labels, energy, n_classes: int, gamma: float, n_l
 
     ``labels`` (N,) are the training labels in [0, C); every class needs >= 2 samples.
     """
-    decomposition = _decomposition(
-        "class", (np.asarray(features), np.asarray(labels), np.asarray(energy)), (n_classes, gamma, n_landmarks),
-        lambda: kpca_decompose_classes(features, labels, energy, n_classes, gamma, n_landmarks))
-    return kpca_truncate_classes(decomposition, variance)
+    return kpca_truncate_classes(
+        kpca_decompose_classes(features, labels, energy, n_classes, gamma, n_landmarks), variance)
 
 
 def _class_state(state: dict[str, np.ndarray], c: int) -> dict[str, np.ndarray]:

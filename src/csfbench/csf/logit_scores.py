@@ -22,20 +22,17 @@ from csfbench.csf.blocks import map_row_blocks
 EPS = np.finfo(np.float64).eps
 
 
-def _rows(x: np.ndarray) -> np.ndarray:
-    """``x`` as a float64 N×C array (ValueError for any other rank)."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2:
-        raise ValueError(f"expected an N×C array, got shape {x.shape}")
-    return x
-
-
 def _matrix(x: np.ndarray) -> np.ndarray:
     """``x`` as an N×C array of its own dtype (ValueError for any other rank)."""
     x = np.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"expected an N×C array, got shape {x.shape}")
     return x
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    """``x`` as a float64 N×C array (ValueError for any other rank)."""
+    return _matrix(x).astype(np.float64, copy=False)
 
 
 def _row_map(kernel: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray, out_width: int | None) -> np.ndarray:

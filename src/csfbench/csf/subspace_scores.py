@@ -7,7 +7,8 @@ For Deep Gamblers the caller decides whether the abstention row is dropped (spec
 Every score is a float64 array (N,), oriented as a **confidence**: higher = more in-distribution
 (spec §2.3: the residual norm and the ViM virtual logit are negated).  Inputs may be float32 or
 float64; all arithmetic is float64, in row blocks (on several threads:
-:func:`csfbench.csf.blocks.map_row_blocks`) so that the float64 copies stay bounded for large N.  Fitted states are dicts of numpy arrays (HDF5-storable).
+:func:`csfbench.csf.blocks.map_row_blocks`) so that the float64 copies stay bounded for large N.
+Fitted states are dicts of numpy arrays (HDF5-storable).
 
 The validation, blocking and eigen-decomposition helpers here are shared with
 :mod:`csfbench.csf.kpca`.
