@@ -47,8 +47,9 @@ def model_spec_json(wildcards):
 
 
 def eval_set_json(wildcards):
-    # the model matters only for its own adversarial sets
-    return _eval_set_json(wildcards.source, wildcards.dataset, wildcards.get("model"))
+    # the model matters only for its own adversarial sets: other sets share one cache entry
+    model = wildcards.get("model") if cfg.shift_names.parse_adversarial_set(wildcards.dataset) else None
+    return _eval_set_json(wildcards.source, wildcards.dataset, model)
 
 
 def demo_files():

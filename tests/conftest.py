@@ -21,6 +21,33 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory):
+    """(work folder, config file) of the uninterrupted core-config run shared by the crash, rerun and
+    manifest tests (tests/workflow_runs.py)."""
+    from workflow_runs import reference_run
+
+    return reference_run(tmp_path_factory.mktemp("reference-run"))
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory):
+    """A tiny Deep Gamblers VGG trained on the blobs (attack and ProjNorm tests): model, spec, train, test."""
+    import torch
+    from training_helpers import tiny_spec, write_blobs
+
+    from csfbench.data.sources import source_split
+    from csfbench.training.loop import train_model
+
+    root = write_blobs(tmp_path_factory.mktemp("blobs"), n_train=256, n_test=192)
+    spec = tiny_spec(root, paradigm="dg", dropout=0, epochs=3)
+    train = source_split(spec["dataset"], spec["val_size"], "train")
+    val = source_split(spec["dataset"], spec["val_size"], "val")
+    work = tmp_path_factory.mktemp("model")
+    model = train_model(spec, train, val, work / "c.pt", work / "h.csv", work / "r.pt", device=torch.device("cpu"))
+    return model.eval(), spec, train, source_split(spec["dataset"], spec["val_size"], "test")
+
+
 def venv_bin(name: str) -> str:
     """An executable of the interpreter's environment (the project's .venv under `make test`)."""
     return str(Path(sys.executable).parent / name)

@@ -2,24 +2,10 @@
 import numpy as np
 import pytest
 import torch
-from training_helpers import tiny_spec, write_blobs
 
 from csfbench.attacks import fgsm, pgd_linf
 from csfbench.attacks.sets import attack_set, pixel_forward
-from csfbench.data.sources import source_split
-from csfbench.training.loop import resolve_device, train_model
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A tiny Deep Gamblers VGG trained on the blobs (also used by test_projnorm.py): model, spec, train, test."""
-    root = write_blobs(tmp_path_factory.mktemp("blobs"), n_train=256, n_test=192)
-    spec = tiny_spec(root, paradigm="dg", dropout=0, epochs=3)
-    train = source_split(spec["dataset"], spec["val_size"], "train")
-    val = source_split(spec["dataset"], spec["val_size"], "val")
-    work = tmp_path_factory.mktemp("model")
-    model = train_model(spec, train, val, work / "c.pt", work / "h.csv", work / "r.pt", device=torch.device("cpu"))
-    return model.eval(), spec, train, source_split(spec["dataset"], spec["val_size"], "test")
+from csfbench.training.loop import resolve_device
 
 
 def _batch(images, spec):

@@ -95,6 +95,9 @@ def _broken(config, path, value):
      ["csf/tuning/budgets/KPCA RecErr", "'projection'"]),
     (("csf", "tuning", "budgets"), {"GEN": {"init_points": 0, "n_iter": 3}},
      ["csf/tuning/budgets/GEN/init_points", "minimum 1"]),
+    (("proximity", "precedence"), "both", ["proximity/precedence", "'both'"]),
+    (("proximity", "encoder", "kind"), "clip", ["proximity/encoder", "clip"]),
+    (("geometry", "nc", "normalizer"), "papyan2", ["geometry/nc/normalizer", "papyan2"]),
 ])
 def test_invalid_config_names_key_expected_found(demo, path, value, fragments):
     with pytest.raises(ConfigError) as err:

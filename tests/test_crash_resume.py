@@ -7,7 +7,7 @@ the training and, while it extracts features, Snakemake and its jobs are frozen 
 can clean up), the extraction jobs are killed and the feature folder is inspected; then the whole
 process group is killed; (3) ``--unlock`` (a killed run leaves its lock behind) and a rerun with
 ``--rerun-incomplete`` complete.  The uninterrupted reference is the session's shared run
-(``workflow_runs.reference_run``).
+(the session fixture ``reference`` of conftest.py, ``workflow_runs.reference_run``).
 """
 import os
 import re
@@ -23,7 +23,7 @@ from conftest import REPO, venv_bin
 from csfbench.atomic import atomic_path
 from csfbench.features.store import FeatureWriter, read_features
 from csfbench.manifest import build_manifest
-from workflow_runs import (MODEL, SOURCE, copy_run, freeze, job_processes, reference_run, snakemake, wait_for,
+from workflow_runs import (MODEL, SOURCE, copy_run, freeze, job_processes, snakemake, wait_for,
                            write_config)
 
 pytestmark = pytest.mark.workflow
@@ -35,11 +35,6 @@ def _start(work, config, *extra):
     # a session of its own: the whole run (Snakemake and every job) can be killed as one process group
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-
-
-@pytest.fixture(scope="session")
-def reference(tmp_path_factory):
-    return reference_run(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -265,7 +265,9 @@ def test_kernel_scatter_is_used_only_for_a_well_conditioned_landmark_kernel():
     unit = _unit(rng.normal(size=(30, 4)) + 1.0)
     spread = np.linalg.eigvalsh(rbf_kernel(unit, unit, gamma=0.5))[::-1]
     duplicated = np.linalg.eigvalsh(rbf_kernel(np.repeat(unit, 2, axis=0), np.repeat(unit, 2, axis=0), gamma=0.5))
-    assert kpca.kernel_scatter_is_safe(spread) == (spread[0] / spread[-1] <= kpca.SANDWICH_MAX_CONDITION)
+    # 30 close points on a 4-sphere: above the floor, but λ_max/λ_min ≈ 1.2e7 exceeds the threshold
+    assert spread[-1] > kpca.EIGENVALUE_FLOOR and spread[0] / spread[-1] > kpca.SANDWICH_MAX_CONDITION
+    assert not kpca.kernel_scatter_is_safe(spread)
     assert not kpca.kernel_scatter_is_safe(duplicated[::-1])
     assert kpca.kernel_scatter_is_safe(np.array([2.0, 1.0, 1e-5]))
     assert not kpca.kernel_scatter_is_safe(np.array([2.0, 1.0, 1e-7]))

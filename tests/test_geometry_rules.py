@@ -295,19 +295,3 @@ def test_open_clip_encoder_embeds_images_and_prompt_ensembles_like_open_clip(tin
     assert pd.read_csv(tmp_path / "t.csv")["text_alignment"].notna().all()
     with pytest.raises(FileNotFoundError, match="proximity/encoder/weights"):
         build_encoder({**encoder_cfg, "weights": str(tmp_path / "missing.bin")}, "cpu")
-
-
-def test_config_errors_name_the_proximity_and_geometry_keys(repo):
-    import yaml
-
-    from csfbench.config import validate_config
-    from csfbench.errors import ConfigError
-
-    base = yaml.safe_load((repo / "config/config.yaml").read_text())
-    for path, value, message in ((("proximity", "precedence"), "both", "proximity/precedence"),
-                                 (("proximity", "encoder", "kind"), "clip", "proximity/encoder"),
-                                 (("geometry", "nc", "normalizer"), "papyan2", "geometry/nc/normalizer")):
-        config = yaml.safe_load((repo / "config/config.yaml").read_text())
-        config[path[0]][path[1]] = value if len(path) == 2 else {**base[path[0]][path[1]], path[2]: value}
-        with pytest.raises(ConfigError, match=message):
-            validate_config(config)

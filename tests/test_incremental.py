@@ -6,16 +6,11 @@ affects (its job-count table is parsed).  Adding an OOD set is covered by
 import pytest
 import yaml
 
-from workflow_runs import reference_run, scheduled_jobs, write_config
+from workflow_runs import scheduled_jobs, write_config
 
 pytestmark = pytest.mark.workflow
 UPSTREAM = ("demo_data", "index_dataset", "train", "extract_features")  # never rerun by a CSF setting
 N_SCORED = 4  # val, test, near, noise
-
-
-@pytest.fixture(scope="session")
-def reference(tmp_path_factory):
-    return reference_run(tmp_path_factory)
 
 
 def _changed(config_path, tmp_path, change):

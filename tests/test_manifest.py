@@ -12,14 +12,9 @@ import torch
 
 from conftest import venv_bin
 from csfbench.manifest import build_manifest, file_digest
-from workflow_runs import MODEL, SOURCE, reference_run, snakemake
+from workflow_runs import MODEL, SOURCE, snakemake
 
 pytestmark = pytest.mark.workflow
-
-
-@pytest.fixture(scope="session")
-def reference(tmp_path_factory):
-    return reference_run(tmp_path_factory)
 
 
 def _csfbench(*args):

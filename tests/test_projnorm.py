@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 import torch
 from scipy import stats
-from test_attacks import trained  # noqa: F401  (the trained micro model fixture)
 
 from csfbench import config as cfg
 from csfbench.data.base import ArrayImageSet

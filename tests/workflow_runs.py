@@ -42,18 +42,13 @@ def write_config(config: dict, path: Path) -> Path:
     return path
 
 
-def reference_run(tmp_path_factory) -> tuple[Path, Path]:
-    """(work folder, config file) of the uninterrupted run, made once per session."""
-    root = tmp_path_factory.getbasetemp() / "reference-run"
-    done = root / "done"
-    if not done.exists():
-        shutil.rmtree(root, ignore_errors=True)
-        root.mkdir()
-        config = write_config(core_config(), root / "config.yaml")
-        proc = snakemake("--cores", 2, "--configfile", config, workdir=root / "work")
-        assert proc.returncode == 0, proc.stderr[-5000:]
-        done.write_text(proc.stderr)
-    return root / "work", root / "config.yaml"
+def reference_run(root: Path) -> tuple[Path, Path]:
+    """(work folder, config file) of an uninterrupted run of the core config under ``root`` (the
+    session fixture ``reference`` of conftest.py makes it once per session)."""
+    config = write_config(core_config(), root / "config.yaml")
+    proc = snakemake("--cores", 2, "--configfile", config, workdir=root / "work")
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    return root / "work", config
 
 
 def copy_run(work: Path, dest: Path) -> Path:

@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 
 from csfbench.atomic import atomic_path
 from csfbench.evaluation import COLUMNS
+from csfbench.proximity.regimes import REGIMES
 
 KEYS = [c for c in COLUMNS if c != "value"]
-NEAR_MID_FAR = ("near", "mid", "far")
 
 
 def read_columns(paths: list[str | Path], columns: list[str], what: str, reader=pd.read_parquet) -> pd.DataFrame:
@@ -89,9 +89,9 @@ def _duplicated_sorted(table: pa.Table) -> np.ndarray:
 def read_regimes(paths: list[str | Path]) -> pd.DataFrame:
     """The ``source, dataset, regime`` rows of regimes files (ValueError naming a malformed file)."""
     regimes = read_columns(paths, ["source", "dataset", "regime"], "regimes file", pd.read_csv)
-    bad = regimes[~regimes["regime"].isin(NEAR_MID_FAR)]
+    bad = regimes[~regimes["regime"].isin(REGIMES)]
     if len(bad):
-        raise ValueError(f"regimes files: regime must be one of {NEAR_MID_FAR}, got {bad['regime'].tolist()} "
+        raise ValueError(f"regimes files: regime must be one of {REGIMES}, got {bad['regime'].tolist()} "
                          f"for {bad[['source', 'dataset']].to_dict('records')}")
     duplicated = regimes.duplicated(["source", "dataset"], keep=False)
     if duplicated.any():

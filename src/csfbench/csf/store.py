@@ -56,6 +56,16 @@ def _projection_from(group: h5py.Group) -> dict:
     return out
 
 
+def read_projection(path: str | Path, mode: str = "det") -> dict:
+    """The fitted projection state of one input ``mode`` of a ``fit.h5``, without its CSF states."""
+    if not Path(path).is_file():
+        raise FeatureFileError(f"CSF fit file not found: {path}")
+    with h5py.File(path, "r", locking=False) as fh:
+        if mode not in fh:
+            raise ValueError(f"{path}: the CSF fit has no {mode!r} mode")
+        return _projection_from(fh[f"{mode}/projection"])
+
+
 def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.ndarray, np.ndarray],
               attrs: dict) -> None:
     """Write the fitted state of every input mode of one (model, fit group)."""

@@ -37,17 +37,14 @@ PROJECTION_GROUPS = ("global", "class")
 
 def fitted_projections(fit_files: Mapping[str, str | Path]) -> dict[str, dict]:
     """The det-mode projection state of each ``{group: fit.h5}`` (groups ``global`` and/or ``class``)."""
-    from csfbench.csf.store import read_fit
+    from csfbench.csf.store import read_projection
 
     out = {}
     for group, path in fit_files.items():
         if group not in PROJECTION_GROUPS:
             raise ValueError(f"{path}: fit group {group!r} has no projection for the NC regimes "
                              f"(expected one of {PROJECTION_GROUPS})")
-        modes, _, _ = read_fit(path)
-        if "det" not in modes:
-            raise ValueError(f"{path}: the CSF fit has no 'det' mode")
-        state = modes["det"].projection
+        state = read_projection(path)
         if state["group"] != group:
             raise ValueError(f"{path}: holds the {state['group']!r} projection, expected {group!r}")
         out[group] = state

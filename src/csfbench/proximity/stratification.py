@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from csfbench.atomic import atomic_path
-from csfbench.proximity.distances import DISTANCE_COLUMNS, ood_distances
+from csfbench.proximity.distances import DISTANCE_COLUMNS, distance_table
 from csfbench.proximity.regimes import REGIMES, stratify
 from csfbench.report.tables import write_table
 
@@ -95,16 +95,9 @@ def distance_rows(sets: dict[str, np.ndarray], labels: np.ndarray, text: np.ndar
     """One row per set but ``train`` (the reference): the four distances (``text_alignment`` NaN without text)."""
     if "train" not in sets:
         raise ValueError("the embeddings hold no 'train' set (the reference of every distance)")
-    rows = {}
-    for name, emb in sets.items():
-        if name == "train":
-            continue
-        try:
-            rows[name] = ood_distances(emb, sets["train"], labels, text, seed=seed, n_subsets=n_subsets,
-                                       subset_size=subset_size)
-        except ValueError as exc:
-            raise ValueError(f"set {name!r}: {exc}") from None
-    table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(DISTANCE_COLUMNS))
+    ood = {name: emb for name, emb in sets.items() if name != "train"}
+    table = distance_table(ood, sets["train"], labels, text, seed=seed, n_subsets=n_subsets,
+                           subset_size=subset_size).reindex(columns=list(DISTANCE_COLUMNS))
     table.index.name = "dataset"
     return table
 
