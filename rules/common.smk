@@ -46,6 +46,12 @@ def model_spec_json(wildcards):
     return _model_spec_json(wildcards.source, wildcards.model)
 
 
+@functools.cache
+def csf_fit_json(group):
+    """The part of the ``csf`` section a fit of projection ``group`` reads, as JSON (one per group, not per job)."""
+    return json.dumps(cfg.csf_fit_config(config, group), sort_keys=True)
+
+
 def eval_set_json(wildcards):
     # the model matters only for its own adversarial sets: other sets share one cache entry
     model = wildcards.get("model") if cfg.shift_names.parse_adversarial_set(wildcards.dataset) else None
@@ -149,6 +155,7 @@ def projnorm_partner_spec(wildcards):
     return _model_spec_json(wildcards.source, partner) if partner else "null"
 
 
+@functools.cache  # the evaluation job asks for it twice (input and params); callers must not modify it
 def projnorm_study(source):
     """(model, sets) of a source's study: the model's spec, val features, and per set its eval spec and files."""
     return [

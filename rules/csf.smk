@@ -11,7 +11,7 @@ rule fit_csf:
     params:
         spec=model_spec_json,
         # only the settings this group reads: a change elsewhere in `csf` does not rerun the fit
-        csf=lambda w: json.dumps(cfg.csf_fit_config(config, w.projection), sort_keys=True),
+        csf=lambda w: csf_fit_json(w.projection),
     log:
         "results/logs/csf/{source}/{model}/{projection}/fit.log",
     benchmark:

@@ -51,6 +51,9 @@ FORMAT = "csfbench-manifest/1"
 RESULT_PATTERNS = (
     "models/**/checkpoint.pt", "models/**/history.csv", "pretrained/*.safetensors", "features/**/*.h5",
     "csf/**/fit.h5", "scores/**/*.h5", "metrics/**/*.parquet", "results.parquet", "tables/**/*",
+    # the shift, geometry, proximity and ProjNorm stages and the sets they generate
+    "data/shifts/**/*.npy", "data/adversarial/**/*.npy", "geometry/**/*.csv", "proximity/**/*",
+    "projnorm/**/*",
 )
 VOLATILE_ATTRS = frozenset({"created", "git_commit", "package_version"})
 VOLATILE_COLUMNS = {"history.csv": frozenset({"seconds"})}
