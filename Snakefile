@@ -1,7 +1,14 @@
 # csfbench: confidence-scoring-function benchmark (see README.md and DESIGN in docs/).
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
+
+# Jobs inherit this (locally and under SLURM): OpenBLAS threads sleep at once after a threaded call
+# instead of spinning for ~0.1 s, which halves the speed of the CSF kernels' own row-block threads
+# (csfbench.csf.blocks) on the same cores; measured in docs/benchmarks.md.  Read when OpenBLAS loads.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 # The embedded demo is the default; a config given with --configfile replaces it wholesale

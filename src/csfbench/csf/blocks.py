@@ -116,9 +116,11 @@ def single_threaded_blas() -> AbstractContextManager:
     return _blas().limit(limits=1)
 
 
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    """Rows of ``x`` divided by their L2 norm (float64); an all-zero row stays zero."""
+def unit_rows(x: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """Rows of ``x`` divided by their L2 norm, computed in float64 and stored as ``dtype`` (float64 or
+    float32); an all-zero row stays zero."""
     x = np.asarray(x)
     norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
-    return np.divide(x, np.maximum(norms, np.finfo(np.float64).tiny)[:, None], dtype=np.float64)
+    out = np.empty(x.shape, dtype=dtype)
+    return np.divide(x, np.maximum(norms, np.finfo(np.float64).tiny)[:, None], out=out, dtype=np.float64)
 

@@ -46,14 +46,34 @@ def _row_map(kernel: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray, ou
     return out.reshape(x.shape[:-1] if out_width is None else x.shape[:-1] + (out_width,))
 
 
-def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> np.ndarray:
-    """``exp((z - max_k z_k) / T)`` of a block into ``out`` (float64); returns ``max_k z_k`` (float64)."""
-    top = np.max(z, axis=1, keepdims=True).astype(np.float64)
-    np.subtract(z, top, out=out, dtype=np.float64)
-    if temperature != 1.0:
-        out *= 1.0 / temperature
+#: a row whose exponentials under the block's shift sum to less than this is recomputed with its own
+#: maximum: its largest terms would otherwise come close to the subnormal range (below e^-708)
+UNDERFLOW_SUM = 1e-250
+
+
+def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``exp(z / T - c_i)`` of a block into ``out`` (float64); returns the shifts ``c`` (in units of z/T)
+    and the row sums of ``out``, both (n,) float64.
+
+    ``c_i`` is the block's maximum of z/T (a scalar shift is one vectorised pass; a per-row maximum
+    costs a row reduction and a row-broadcast subtraction, each slower than ``exp`` itself), except
+    for rows whose sum falls below :data:`UNDERFLOW_SUM` (a row far below the block's maximum), which
+    are redone with their own maximum.  Every row then sums to at least e^-575 (or 1 with its own
+    maximum) and no term overflows, so the shift changes nothing but the rounding.
+    """
+    np.multiply(z, 1.0 / temperature, out=out, dtype=np.float64)
+    shifts = np.full(len(out), out.max())
+    out -= shifts[0]
     np.exp(out, out=out)
-    return top
+    sums = out @ np.ones(out.shape[1])  # BLAS gemv: row sums in one pass
+    low = np.flatnonzero(sums < UNDERFLOW_SUM)
+    if len(low):
+        rows = np.multiply(z[low], 1.0 / temperature, dtype=np.float64)
+        shifts[low] = rows.max(axis=1)
+        rows -= shifts[low, None]
+        out[low] = np.exp(rows)
+        sums[low] = out[low].sum(axis=1)
+    return shifts, sums
 
 
 def _top_m(probs: np.ndarray, m: int) -> np.ndarray:
@@ -71,9 +91,8 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     N×C → N×C probabilities; an N×T×C stack of dropout passes gives per-pass probabilities.
     """
     def block(z, probs):
-        _shifted_exp(z, temperature, probs)
-        total = probs.sum(axis=1, keepdims=True)
-        probs *= np.reciprocal(total, out=total)  # one division per row, not per entry
+        _, total = _shifted_exp(z, temperature, probs)
+        probs *= np.reciprocal(total, out=total)[:, None]  # one division per row, not per entry
 
     return _row_map(block, logits, np.shape(logits)[-1])
 
@@ -100,8 +119,7 @@ def pe(probs: np.ndarray) -> np.ndarray:
     def block(p, out):
         terms = np.add(p, EPS, dtype=np.float64)
         np.log(terms, out=terms)
-        terms *= p
-        np.sum(terms, axis=1, out=out)
+        np.einsum("ij,ij->i", p, terms, out=out)
 
     return _row_map(block, probs, None)
 
@@ -142,13 +160,11 @@ def pce(probs: np.ndarray) -> np.ndarray:
 def energy(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """Negative energy ``T * logsumexp(z / T)`` (row 8; spec §9 item 30), in logit units."""
     def block(z, out):
-        # the max-shift form of logsumexp; scipy's general version is ~3x slower on N×C rows
-        shifted = np.empty(z.shape)
-        top = _shifted_exp(z, temperature, shifted)[:, 0]
-        np.sum(shifted, axis=1, out=out)
-        np.log(out, out=out)
+        # the shift form of logsumexp; scipy's general version is ~3x slower on N×C rows
+        shifts, sums = _shifted_exp(z, temperature, np.empty(z.shape))
+        np.log(sums, out=out)
+        out += shifts
         out *= temperature
-        out += top
 
     return _row_map(block, _matrix(logits), None)
 

@@ -64,7 +64,7 @@ def nnguide_score(features: np.ndarray, logits: np.ndarray, bank: np.ndarray, k:
     guidance = np.empty(len(features))
 
     def block(rows):
-        similarities = unit_rows(features[rows]).astype(np.float32) @ bank_t
+        similarities = unit_rows(features[rows], np.float32) @ bank_t
         top = np.partition(similarities, n_bank - k, axis=1)[:, n_bank - k:]
         np.mean(top, axis=1, dtype=np.float64, out=guidance[rows])
 

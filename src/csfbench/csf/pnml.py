@@ -5,13 +5,22 @@ Features are normalised and bias-augmented, ``x̃ = [1, h/||h||]`` (D+1).  Fit:
 ``q = softmax(W h/||h|| + b)`` (no temperature); ``x̃^T g = max(x̃^T P_perp x̃, a / (1 + a))`` with
 ``a = x̃^T P_plus x̃``; genie ``q̂_k = q_k / (q_k + (1 - q_k) q_k^(x̃^T g))``; regret
 ``Γ = log(sum_k q̂_k) / log C`` in [0, 1]; confidence = ``-Γ`` (higher = in-distribution, spec §2.3).
+
+Precision: the fit (the Gram matrix summed over the training set, its pseudo-inverse and the
+triangular factors) is float64.  The per-row products of scoring, ``W x`` and ``x̃ᵀ L`` with a
+(D+1)×(D+1) factor (the dominant cost), run in float32, pytorch-ood's precision; the quadratic
+forms, the softmax and the regret are float64.  A float32 product of a unit vector differs from the
+float64 one by about what rounding the features themselves to float32 (their storage precision,
+DESIGN.md) already changes: relative 1e-6 to 1e-5 in ``x̃ᵀP x̃`` on ill-conditioned training
+features (tested against the float64 rule), far below a change of ranking of real scores.  Float32
+halves the products, and numpy's float32 matmul, unlike a BLAS ``trmm`` from scipy, releases the GIL,
+so the row blocks run on several threads (measured in ``benchmarks/csf_engine.py``).
 """
 from __future__ import annotations
 
 from functools import cache, partial
 
 import numpy as np
-from scipy.linalg.blas import dtrmm
 
 from csfbench.csf.blocks import map_row_blocks, single_threaded_blas, sum_row_blocks, unit_rows
 
@@ -39,7 +48,7 @@ def pnml_fit(features: np.ndarray) -> dict[str, np.ndarray]:
 
 def _lower_factor(psd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A lower-triangular L with ``L Lᵀ = psd`` (a symmetric positive semi-definite (D+1)×(D+1)
-    matrix), as its first column (D+1,) and its trailing block ``L_(1:,1:)`` (D×D, C-contiguous).
+    matrix), as its first column (D+1,) float64 and its trailing block ``L_(1:,1:)`` (D×D float32).
 
     The Cholesky factor; where that fails (a singular matrix, e.g. the pseudo-inverse of
     rank-deficient training features), ``Rᵀ`` of the QR decomposition ``(V √Λ)ᵀ = Q R`` of a square
@@ -51,21 +60,16 @@ def _lower_factor(psd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     except np.linalg.LinAlgError:
         values, vectors = np.linalg.eigh(psd)
         lower = np.linalg.qr((vectors * np.sqrt(np.clip(values, 0.0, None))).T, mode="r").T
-    return lower[:, 0].copy(), np.ascontiguousarray(lower[1:, 1:])
+    return lower[:, 0].copy(), lower[1:, 1:].astype(np.float32)
 
 
 def _quadratic_forms(unit: np.ndarray, factor: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """``x̃ᵀ L Lᵀ x̃`` per row for ``x̃ = [1, unit]`` and L from :func:`_lower_factor`.
-
-    ``x̃ᵀ L = [L_00 + unit · L_(1:,0),  unit L_(1:,1:)]`` (``L_(0,1:)`` is 0); the triangular product
-    costs half a general matrix product.  ``unit`` (n×D float64, C-contiguous) is overwritten.
-    """
+    """``x̃ᵀ L Lᵀ x̃`` per row (float64) for ``x̃ = [1, unit]`` (``unit`` n×D float32) and L from
+    :func:`_lower_factor`: ``x̃ᵀ L = [L_00 + unit · L_(1:,0),  unit L_(1:,1:)]`` (``L_(0,1:)`` is 0)."""
     first, lower = factor
-    head = first[0] + unit @ first[1:]
-    # a C-contiguous array is the Fortran layout of its transpose, so BLAS trmm sees the upper-triangular
-    # lowerᵀ and unitᵀ and forms lowerᵀ unitᵀ = (unit L_(1:,1:))ᵀ in unit's memory, without copies
-    product = dtrmm(1.0, lower.T, unit.T, side=0, lower=0, trans_a=0, overwrite_b=1).T
-    return head**2 + np.einsum("ij,ij->i", product, product)
+    head = first[0] + unit @ first[1:].astype(np.float32)
+    product = unit @ lower
+    return np.square(head, dtype=np.float64) + np.einsum("ij,ij->i", product, product).astype(np.float64)
 
 
 def pnml_score(features: np.ndarray, weight: np.ndarray, bias: np.ndarray,
@@ -77,32 +81,33 @@ def pnml_score(features: np.ndarray, weight: np.ndarray, bias: np.ndarray,
     divided by ``q_k``), with ``log q_k`` and ``1 - q_k = sum_(j≠k) q_j`` from the shifted logits, so
     underflowing ``q_k`` take their limits (0 for ``x̃ᵀg < 1``, 1 for ``x̃ᵀg > 1``) instead of 0/0.
     Since every ``q̂_k >= q_k``, ``sum_k q̂_k >= 1`` and the sum is formed directly.
-    Quadratic forms use triangular factors of the projectors (:func:`_quadratic_forms`).
+    Quadratic forms use triangular factors of the projectors (:func:`_quadratic_forms`); see the
+    module docstring for the float32 products.
     """
     features = np.asarray(features)
-    weight_t = np.asarray(weight, dtype=np.float64).T
+    weight_t = np.asarray(weight, dtype=np.float32).T
     bias = np.asarray(bias, dtype=np.float64)
     n_classes = len(bias)
     scores = np.empty(len(features))
-    with single_threaded_blas():
-        plus = _lower_factor(p_plus)
     # x̃ᵀP_perp x̃ <= ||P_perp||_2 ||x̃||² <= ||P_perp||_F · 2 (||x̃||² = 1 + ||h/||h||||² <= 2), so
     # where that bound lies below every a/(1+a) of a block the max rule picks a/(1+a) for each row
     # and the second quadratic form is skipped; exact, and the usual case for full-rank training
-    # features (P_perp ≈ 0), where it halves the work
-    perp_bound = 2.0 * np.linalg.norm(p_perp) * (1.0 + 1e-6)
+    # features (P_perp ≈ 0), where it halves the work.  The norm is a BLAS dot: single-threaded like
+    # the factorisation, since BLAS threads left spinning after a threaded call slow the row blocks ~2x
+    with single_threaded_blas():
+        plus = _lower_factor(p_plus)
+        perp_bound = 2.0 * np.linalg.norm(p_perp) * (1.0 + 1e-6)
     # factorised on first need (two threads needing it at once may both compute the same factor)
     perp_factor = cache(partial(_lower_factor, p_perp))
     log_n_classes = np.log(n_classes)
 
     def block(rows):
-        unit = unit_rows(features[rows])
-        shifted = unit @ weight_t
-        shifted += bias
+        unit = unit_rows(features[rows], np.float32)
+        shifted = np.add(unit @ weight_t, bias, dtype=np.float64)
         parallel = _quadratic_forms(unit, plus)
         x_t_g = parallel / (1.0 + parallel)
         if not perp_bound < x_t_g.min(initial=np.inf):
-            np.maximum(x_t_g, _quadratic_forms(unit_rows(features[rows]), perp_factor()), out=x_t_g)
+            np.maximum(x_t_g, _quadratic_forms(unit, perp_factor()), out=x_t_g)
         shifted -= shifted.max(axis=1, keepdims=True)  # s_k = z_k - max z: log q_k = s_k - log sum_j exp s_j
         exp_shifted = np.exp(shifted)
         total = exp_shifted.sum(axis=1, keepdims=True)
