@@ -48,7 +48,7 @@ def pnml_fit(features: np.ndarray) -> dict[str, np.ndarray]:
 
 def _lower_factor(psd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A lower-triangular L with ``L Lᵀ = psd`` (a symmetric positive semi-definite (D+1)×(D+1)
-    matrix), as its first column (D+1,) float64 and its trailing block ``L_(1:,1:)`` (D×D float32).
+    matrix), as its first column (D+1,) and its trailing block ``L_(1:,1:)`` (D×D), both float32.
 
     The Cholesky factor; where that fails (a singular matrix, e.g. the pseudo-inverse of
     rank-deficient training features), ``Rᵀ`` of the QR decomposition ``(V √Λ)ᵀ = Q R`` of a square
@@ -60,14 +60,14 @@ def _lower_factor(psd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     except np.linalg.LinAlgError:
         values, vectors = np.linalg.eigh(psd)
         lower = np.linalg.qr((vectors * np.sqrt(np.clip(values, 0.0, None))).T, mode="r").T
-    return lower[:, 0].copy(), lower[1:, 1:].astype(np.float32)
+    return lower[:, 0].astype(np.float32), lower[1:, 1:].astype(np.float32)
 
 
 def _quadratic_forms(unit: np.ndarray, factor: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     """``x̃ᵀ L Lᵀ x̃`` per row (float64) for ``x̃ = [1, unit]`` (``unit`` n×D float32) and L from
     :func:`_lower_factor`: ``x̃ᵀ L = [L_00 + unit · L_(1:,0),  unit L_(1:,1:)]`` (``L_(0,1:)`` is 0)."""
     first, lower = factor
-    head = first[0] + unit @ first[1:].astype(np.float32)
+    head = first[0] + unit @ first[1:]
     product = unit @ lower
     return np.square(head, dtype=np.float64) + np.einsum("ij,ij->i", product, product).astype(np.float64)
 
