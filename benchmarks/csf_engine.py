@@ -40,11 +40,12 @@ sets) and in total:
 
 Baseline, same data, same hyper-parameters: pytorch-ood 0.4.0's MaxSoftmax, MaxLogit, EnergyBased,
 Entropy, GEN, Mahalanobis, ViM, NNGuide, PNML, GradNorm and fDBD (fit on train, score on test + OOD
-sets one set at a time), against our kernels on the unprojected features/logits (float64, as the
-engine holds them; probabilities through ``views.softmax`` as the engine's ``View.probs``;
-pytorch-ood gets float32 features, its native precision, and the float64 logits).  Median over
-``--repeats`` interleaved runs (fewer once a detector pair has taken 30 s; more, up to 51, while it
-has taken under 2 s, so that the millisecond-scale logit scores get a stable median).  ``--threads 1`` pins
+sets one set at a time), against our kernels on the unprojected features/logits (float32 features
+and float64 logits, as the engine holds a feature file's float32 arrays; probabilities through
+``views.softmax`` as the engine's ``View.probs``; pytorch-ood gets the same arrays).  Median over
+``--repeats`` interleaved runs in ABBA order, each side first in every other repeat (fewer runs once
+a detector pair has taken 30 s; more, up to 51, while it has taken under 2 s, so that the
+millisecond-scale logit scores get a stable median).  ``--threads 1`` pins
 BLAS (threadpoolctl) and torch to one thread each, which makes the ratios far less sensitive to
 other load on a shared machine than the libraries' multi-threaded defaults.
 Targets (reported, not asserted): fixed hyper-parameters ≤ 5 min and ≤ 8 GB peak; default tuning
@@ -128,7 +129,9 @@ def make_data(scale: float, seed: int = 0) -> tuple[dict[str, SplitData], ModelC
         logits = h @ weight.T + bias
         srt = np.sort(logits, axis=1)
         confidence = 1.0 / (1.0 + np.exp(-(srt[:, -1] - srt[:, -2] - 1.0)))  # a DeVries-like head output
-        return SplitData(name, "det", h, logits, logits, labels, logits.argmax(1), confidence)
+        # as csfbench.csf.inputs holds a feature file's float32 arrays: features float32, logits widened
+        logits = logits.astype(np.float32).astype(np.float64)
+        return SplitData(name, "det", h.astype(np.float32), logits, logits, labels, logits.argmax(1), confidence)
 
     splits = {"train": split("train", h_train, y_train)}
     for name in ("val", "test"):
@@ -385,7 +388,7 @@ def baseline_detectors(splits: dict[str, SplitData], ctx: ModelContext, temperat
     train = splits["train"]
     t = temperature
     hp_gen, hp_nng = FIXED["GEN"], FIXED["NNGuide"]
-    f32 = {name: torch.from_numpy(s.features.astype(np.float32)) for name, s in splits.items()}
+    f32 = {name: torch.from_numpy(s.features) for name, s in splits.items()}
     z64 = {name: torch.from_numpy(s.logits) for name, s in splits.items()}
     y_train = torch.from_numpy(train.labels)
     head = torch.nn.Linear(DIM, N_CLASSES)
@@ -467,7 +470,10 @@ def run_baseline(splits: dict[str, SplitData], ctx: ModelContext, repeats: int, 
             done, elapsed = len(runs["ours"]), sum(r[2] for side in runs.values() for r in side)
             if done >= max(1, repeats) and (elapsed >= CHEAP_PAIR_S or done >= MAX_REPEATS) or elapsed > 30:
                 break
-            for side, (fit, score) in (("ours", ours), ("theirs", theirs)):
+            # ABBA order: each side runs first in every other repeat, so what one side leaves behind (warm
+            # caches, library threads still spinning) falls on both sides alike
+            order = (("ours", ours), ("theirs", theirs))
+            for side, (fit, score) in (order if done % 2 == 0 else order[::-1]):
                 peaks.begin("baseline")
                 t0 = time.perf_counter()
                 state = fit()

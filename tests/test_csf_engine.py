@@ -238,3 +238,20 @@ def test_mismatched_dimensions_and_empty_splits_are_clear_errors():
                                 labels=splits["val"].labels[:0], pred=splits["val"].pred[:0])
     with pytest.raises(ValueError, match="val split is empty"):
         fit_mode("none", splits["train"], empty, ctx, FIXED_TUNING)
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_float32_features_as_stored_give_the_float64_scores(group):
+    """The engine holds features in their storage precision, float32 (``inputs.load_splits``); every
+    variant must score them as it scores the same values held as float64 (arithmetic in float64,
+    apart from the documented float32 products of NNGuide, pNML and ViM/Residual, which round the
+    same values either way)."""
+    splits, ctx = make_splits()
+    stored = {name: dataclasses.replace(s, features=s.features.astype(np.float32)) for name, s in splits.items()}
+    widened = {name: dataclasses.replace(s, features=s.features.astype(np.float64)) for name, s in stored.items()}
+    _, from32 = _fit_and_score(group, stored, ctx)
+    _, from64 = _fit_and_score(group, widened, ctx)
+    for name in from64:
+        for key, expected in from64[name].items():
+            assert from32[name][key].dtype == np.float64, key
+            np.testing.assert_allclose(from32[name][key], expected, rtol=1e-9, atol=1e-12, err_msg=f"{name} {key}")

@@ -331,8 +331,14 @@ def test_nnguide_score_by_hand_and_k_cap():
 # pNML
 # ---------------------------------------------------------------------------------------------
 
-def _ref_pnml(h, w, b, p_plus, p_perp):
+def _projectors(fit):
+    """``(P_plus, P_perp)`` from the fitted factors: ``L Lᵀ`` and ``M Mᵀ``."""
+    return fit["plus_factor"] @ fit["plus_factor"].T, fit["perp_factor"] @ fit["perp_factor"].T
+
+
+def _ref_pnml(h, w, b, fit):
     """Spec §2.1 steps 3-6 for one sample, written out."""
+    p_plus, p_perp = _projectors(fit)
     norm = math.hypot(*h)
     x = np.array([1.0] + [v / norm for v in h])
     q = _ref_softmax([sum(w[k][j] * x[j + 1] for j in range(len(h))) + b[k] for k in range(len(b))], 1.0)
@@ -346,11 +352,15 @@ def test_pnml_projectors_by_hand():
     # training h = (1,0), (0,1): x̃ = (1,1,0), (1,0,1); P has null vector v = (1,-1,-1)/sqrt3
     train = np.array([[1.0, 0.0], [0.0, 1.0]])
     fit = pnml_fit(train)
+    assert fit["plus_factor"].shape == (3, 2) and fit["perp_factor"].shape == (3, 1)  # rank 2 of 3
+    for factor in fit.values():  # lower-trapezoidal
+        assert np.array_equal(factor, np.tril(factor))
+    p_plus, p_perp = _projectors(fit)
     v = np.array([1.0, -1.0, -1.0]) / math.sqrt(3)
-    assert np.allclose(fit["p_perp"], np.outer(v, v), atol=1e-12)
+    assert np.allclose(p_perp, np.outer(v, v), atol=1e-12)
     # P^+ = X^T G^-2 X with X = rows x̃_i, G = X X^T = [[2,1],[1,2]], G^-2 = [[5,-4],[-4,5]]/9
     x = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 1.0]])
-    assert np.allclose(fit["p_plus"], x.T @ np.array([[5.0, -4.0], [-4.0, 5.0]]) @ x / 9, atol=1e-12)
+    assert np.allclose(p_plus, x.T @ np.array([[5.0, -4.0], [-4.0, 5.0]]) @ x / 9, atol=1e-12)
 
 
 def test_pnml_score_both_branches_of_the_max_rule():
@@ -359,7 +369,7 @@ def test_pnml_score_both_branches_of_the_max_rule():
     # (1,1) lies in the span: x̃^T g = a/(1+a) = 0.393 > perp 0.057
     # (-1,-1) does not: perp = (1+sqrt2)^2/3 = 1.943 > a/(1+a) = 0.019
     h = np.array([[1.0, 1.0], [-1.0, -1.0]])
-    expected = [_ref_pnml(list(r), w, b, fit["p_plus"], fit["p_perp"]) for r in h]
+    expected = [_ref_pnml(list(r), w, b, fit) for r in h]
     assert np.allclose(pnml_score(h, w, b, **fit), expected, rtol=1e-6, atol=0)  # float32 products
     assert -1.0 <= min(expected) and max(expected) <= 0.0
 
@@ -384,13 +394,14 @@ def test_pnml_float32_products_stay_within_the_features_own_rounding():
     train, test = data[:3000], np.vstack([data[3000:], rng.exponential(size=(100, 128))])
     weight, bias = rng.normal(size=(10, 128)), rng.normal(size=10)
     fit = pnml_fit(train)
-    assert np.linalg.cond(np.linalg.pinv(fit["p_plus"])) > 1e6
+    p_plus, p_perp = _projectors(fit)
+    assert np.linalg.cond(np.linalg.pinv(p_plus)) > 1e6
 
     def score64(h):  # the spec rule, float64 throughout
         h = h.astype(np.float64)
         x = np.hstack([np.ones((len(h), 1)), h / np.linalg.norm(h, axis=1, keepdims=True)])
-        parallel = np.einsum("ij,jk,ik->i", x, fit["p_plus"], x)
-        x_t_g = np.maximum(np.einsum("ij,jk,ik->i", x, fit["p_perp"], x), parallel / (1 + parallel))
+        parallel = np.einsum("ij,jk,ik->i", x, p_plus, x)
+        x_t_g = np.maximum(np.einsum("ij,jk,ik->i", x, p_perp, x), parallel / (1 + parallel))
         z = x[:, 1:] @ weight.T + bias
         q = np.exp(z - logsumexp(z, axis=1, keepdims=True))
         return -np.log(np.sum(q / (q + (1 - q) * q ** x_t_g[:, None]), axis=1)) / np.log(10)
@@ -401,18 +412,24 @@ def test_pnml_float32_products_stay_within_the_features_own_rounding():
     assert product_error.max() <= 10 * storage_error.max()
 
 
-def test_pnml_full_rank_training_has_vanishing_perp():
-    fit = pnml_fit(np.random.default_rng(11).normal(size=(50, 4)))
-    assert np.abs(fit["p_perp"]).max() < 1e-10
+def test_pnml_full_rank_training_has_no_perp():
+    train = np.random.default_rng(11).normal(size=(50, 4))
+    fit = pnml_fit(train)
+    assert fit["perp_factor"].shape == (5, 0)
+    # the authors' P_perp = I - P^+ P, with P^+ from numpy's pinv, vanishes too
+    x = np.hstack([np.ones((50, 1)), train / np.linalg.norm(train, axis=1, keepdims=True)])
+    gram = x.T @ x
+    assert np.abs(np.eye(5) - np.linalg.pinv(gram, hermitian=True) @ gram).max() < 1e-10
+    np.testing.assert_allclose(_projectors(fit)[0], np.linalg.pinv(gram, hermitian=True), rtol=1e-10, atol=1e-12)
 
 
 def test_pnml_score_with_vanishing_perp_equals_the_two_form_rule():
-    # full-rank training: the score skips x̃ᵀP_perp x̃ (bounded below a/(1+a)); it must equal the rule
+    # full-rank training: the score has no x̃ᵀP_perp x̃ to take (P_perp = 0); it must equal the rule
     rng = np.random.default_rng(12)
     fit = pnml_fit(rng.normal(size=(50, 4)))
     w, b = rng.normal(size=(3, 4)), rng.normal(size=3)
     h = np.vstack([rng.normal(size=(6, 4)), 30.0 * rng.normal(size=(2, 4))])
-    expected = [_ref_pnml(list(r), w, b, fit["p_plus"], fit["p_perp"]) for r in h]
+    expected = [_ref_pnml(list(r), w, b, fit) for r in h]
     assert np.allclose(pnml_score(h, w, b, **fit), expected, rtol=1e-6, atol=0)  # float32 products
 
 
@@ -530,7 +547,7 @@ def test_threaded_scores_equal_serial(monkeypatch):
         pnml, subspace = pnml_fit(train), vim_fit(train, train @ weight.T + bias, weight, bias, 8)
         float64 = [p, softmax(z.astype(np.float32)), msr(p), mls(z, 1.3), pe(p), energy(z, 1.3),
                    energy(z.astype(np.float32)), fdbd(h.astype(np.float32), z, weight, train.mean(axis=0)),
-                   pnml["p_plus"]]
+                   pnml["plus_factor"]]
         float32_products = [nnguide_score(h, z, bank, 7), pnml_score(h, weight, bias, **pnml), subspace["alpha"],
                             vim_score(h, z, **subspace)]
         return float64, float32_products
@@ -557,3 +574,18 @@ def test_nnguide_float32_similarities_match_float64_reference():
         top = np.sort(similarities, axis=1)[:, -k:]
         expected = np.log(np.exp(z).sum(axis=1)) * top.mean(axis=1)
         assert np.allclose(nnguide_score(h, z, bank, k), expected, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unit_rows_in_both_precisions(dtype):
+    rng = np.random.default_rng(21)
+    x = np.vstack([rng.normal(size=(5, 7)) * [[1e-3], [1.0], [1e3], [1e30], [5.0]], np.zeros((1, 7))])
+    x = x.astype(np.float32)
+    x[4] = 1e-40  # subnormal float32 entries: the reciprocal of the norm exceeds the float32 range
+    wide = x.astype(np.float64)
+    expected = wide / np.maximum(np.linalg.norm(wide, axis=1, keepdims=True), 1e-300)
+    unit = blocks.unit_rows(x, dtype)
+    assert unit.dtype == dtype
+    np.testing.assert_allclose(unit, expected, rtol=4 * np.finfo(dtype).eps if dtype == np.float32 else 1e-15,
+                               atol=0)
+    assert not unit[5].any()  # the all-zero row stays zero

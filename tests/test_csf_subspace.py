@@ -405,6 +405,8 @@ _Z = _H @ _W.T + _B
 _E = logsumexp(_Z, axis=1)
 _NAN = _H.copy()
 _NAN[3, 2] = np.nan
+_INF = _H.copy()
+_INF[7, 0] = -np.inf
 _LABELS = np.repeat(np.arange(3), [9, 10, 1])
 
 
@@ -415,6 +417,11 @@ _LABELS = np.repeat(np.arange(3), [9, 10, 1])
     (lambda: ss.vim_fit(_H, _Z[:5], _W, _B, 3), "one row per feature row"),
     (lambda: ss.vim_fit(_H, _Z, _W, _B, 6), "principal_dim"),
     (lambda: ss.residual_score(_NAN, np.zeros(6), np.eye(6)[:, 3:]), "NaN"),
+    (lambda: ss.residual_score(_INF, np.zeros(6), np.eye(6)[:, 3:]), "1 NaN/Inf"),
+    (lambda: ss.vim_score(_INF.astype(np.float32), _Z, np.zeros(6), np.eye(6)[:, 3:], 1.0), "1 NaN/Inf"),
+    (lambda: ss.vim_fit(_INF, _Z, _W, _B, 3), "1 NaN/Inf"),
+    (lambda: ss.vim_fit(_H * 1e200, _Z, _W, _B, 3), "too large"),
+    (lambda: ss.vim_score(_H * 1e200, _Z, np.zeros(6), np.eye(6)[:, 3:], 1.0), "too large"),
     (lambda: ss.residual_score(_H[:, :5], np.zeros(6), np.eye(6)[:, 3:]), "6 columns"),
     (lambda: ss.neco_fit(_H[:1]), "at least 2 rows"),
     (lambda: ss.neco_fit(_NAN), "NaN"),

@@ -2,6 +2,11 @@
 
 Shapes: N samples, C classes, D feature dimensions, T dropout passes.  Logits are restricted to the
 C class outputs (Deep Gamblers' abstention output is kept separately in ``logits_full``).
+
+Features stay in their storage precision (float32, the feature-file contract): every kernel
+computes in float64 (or in its documented float32 products) whatever the input dtype, so a float64
+copy would only double the memory and the bandwidth of the largest arrays.  Logits, far smaller,
+are held as float64.
 """
 from __future__ import annotations
 
@@ -62,7 +67,7 @@ def _split(path, mode: str, arrays: dict, attrs: dict) -> SplitData:
     if mode == "det":
         logits_full = arrays["logits"].astype(np.float64)
         logits = logits_full[:, :n_classes]
-        return SplitData(str(attrs["dataset"]), mode, arrays["features"].astype(np.float64), logits, logits_full,
+        return SplitData(str(attrs["dataset"]), mode, arrays["features"], logits, logits_full,
                          labels, logits.argmax(1), arrays.get("confidence"))
     if "mcd/logits" not in arrays:
         raise FeatureFileError(f"{path}: MC-dropout inputs requested but the file has no 'mcd/logits' "
@@ -70,6 +75,6 @@ def _split(path, mode: str, arrays: dict, attrs: dict) -> SplitData:
     passes_full = arrays["mcd/logits"].astype(np.float64)
     passes = passes_full[:, :, :n_classes]
     conf = arrays.get("mcd/confidence")
-    return SplitData(str(attrs["dataset"]), mode, arrays["mcd/features_mean"].astype(np.float64), passes.mean(1),
+    return SplitData(str(attrs["dataset"]), mode, arrays["mcd/features_mean"], passes.mean(1),
                      passes_full.mean(1), labels, softmax(passes).mean(1).argmax(1),
                      None if conf is None else conf.astype(np.float64).mean(1), passes)

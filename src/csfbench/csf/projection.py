@@ -51,8 +51,8 @@ class Pca:
     def fit(cls, features: np.ndarray) -> "Pca":
         if len(features) == 0:
             raise ValueError("PCA fit on zero samples")
-        mean = features.mean(0)
-        centred = features - mean
+        mean = features.mean(0, dtype=np.float64)
+        centred = features - mean  # float64, also for float32 features
         values, vectors = np.linalg.eigh(centred.T @ centred / len(features))
         return cls(mean, np.clip(values[::-1], 0.0, None), vectors[:, ::-1])
 
@@ -67,7 +67,7 @@ def project(features: np.ndarray, mean: np.ndarray, basis: np.ndarray) -> np.nda
 
 def rec_confidence(features: np.ndarray, projected: np.ndarray) -> np.ndarray:
     """PCA RecError confidence −‖h − ĥ‖₂ / ‖h‖₂ (Guan et al.; higher = better reconstructed = more ID)."""
-    norm = np.linalg.norm(features, axis=1)
+    norm = np.sqrt(np.einsum("ij,ij->i", features, features, dtype=np.float64))
     return -np.linalg.norm(features - projected, axis=1) / np.maximum(norm, 1e-12)
 
 
@@ -168,7 +168,7 @@ def class_rec_confidence(features: np.ndarray, subspaces: ClassSubspaces) -> np.
     sb = _StackedBases.of(subspaces)
     out = np.empty((len(features), len(subspaces.means)))
     for start in range(0, len(features), CHUNK_ROWS):
-        h = features[start:start + CHUNK_ROWS]
+        h = features[start:start + CHUNK_ROWS].astype(np.float64)
         h_sq = np.einsum("nd,nd->n", h, h)[:, None]
         out[start:start + len(h)] = sb.rec(h, h_sq, h @ subspaces.means.T, sb.segment_sum(sb.coordinates(h) ** 2))
     return out
@@ -201,7 +201,7 @@ def class_views(features: np.ndarray, pred: np.ndarray, subspaces: ClassSubspace
 
     for start in range(0, n, CHUNK_ROWS):
         rows = slice(start, min(start + CHUNK_ROWS, n))
-        h = features[rows]
+        h = features[rows].astype(np.float64)
         coords = sb.coordinates(h)                                  # a_c for every class, rows × Σk
         a_sq = segment_sum(coords ** 2)                             # ‖a_c‖²
         h_sq = np.einsum("nd,nd->n", h, h)[:, None]

@@ -12,11 +12,11 @@ Fitted states are dicts of numpy arrays (HDF5-storable).
 
 Precision: everything summed over the training set (the second moment, its eigenvectors, alpha's
 means) is float64.  The per-row residual ``Rᵀ(h − u)`` (the dominant cost of fitting alpha and of
-scoring) is a float32 product of ``h − u`` (formed in float64, then rounded) with R, pytorch-ood's
-precision: its relative error, about 1e-7 · ‖h − u‖ / ‖Rᵀ(h − u)‖, is of the order of what
-rounding the features themselves to float32 (their storage precision, DESIGN.md) already changes,
-and is tested against the float64 rule.  Float32 halves the products (measured in
-``benchmarks/csf_engine.py``).
+scoring) is evaluated as ``Rᵀh − Rᵀu`` in float32, pytorch-ood's precision, on the features as
+stored: its error, about 2^-24 (‖h‖ + ‖u‖) per coordinate, is of the order of what rounding the
+features themselves to float32 (their storage precision, DESIGN.md) already changes, and is
+tested against the float64 rule.  Float32 halves the products and reads the float32 features
+without a centred copy (measured in ``benchmarks/csf_engine.py``).
 
 The validation, blocking and eigen-decomposition helpers here are shared with
 :mod:`csfbench.csf.kpca`.
@@ -26,10 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from csfbench.csf.blocks import map_row_blocks, row_blocks, single_threaded_blas, sum_row_blocks
-from csfbench.csf.logit_scores import energy
+from csfbench.csf.logit_scores import energy, mls
 
-#: a mean training residual below this fraction of the RMS ‖h − u‖ counts as zero (ViM's alpha
-#: undefined); the float32 residual products leave rounding noise of about 1e-7 of it
+#: a mean training residual below this fraction of RMS ‖h − u‖ + ‖u‖ counts as zero (ViM's alpha
+#: undefined); the float32 residual products leave rounding noise of about 2^-24 (‖h‖ + ‖u‖), and
+#: ‖h‖ <= ‖h − u‖ + ‖u‖
 RESIDUAL_RTOL = 1e-5
 
 
@@ -49,8 +50,19 @@ def _finite(x: np.ndarray, name: str) -> np.ndarray:
     return x
 
 
-def as_matrix(x, name: str, min_rows: int = 1, n_cols: int | None = None) -> np.ndarray:
-    """``x`` as a finite 2-D float array (float32 kept, anything else float64), else ValueError."""
+def finite_from(result: np.ndarray, x: np.ndarray, name: str) -> np.ndarray:
+    """``result``, computed from ``x`` (validated with ``check_finite=False``): a NaN/Inf entry of ``x``
+    propagates through the sums and products into ``result``, so ``x`` is searched for one, at the
+    cost of another pass over it, only when ``result`` is not finite; finite ``x`` then overflowed."""
+    if np.isfinite(result).all():
+        return result
+    _finite(x, name)
+    raise ValueError(f"{name} has finite values too large for the computation (overflow to Inf)")
+
+
+def as_matrix(x, name: str, min_rows: int = 1, n_cols: int | None = None, check_finite: bool = True) -> np.ndarray:
+    """``x`` as a 2-D float array (float32 kept, anything else float64), else ValueError; finite,
+    unless ``check_finite=False`` defers that check to the result (:func:`finite_from`)."""
     x = np.asarray(x)
     if x.dtype != np.float32:
         x = x.astype(np.float64, copy=False)
@@ -60,7 +72,7 @@ def as_matrix(x, name: str, min_rows: int = 1, n_cols: int | None = None) -> np.
         raise ValueError(f"{name} needs at least {min_rows} rows (samples), got {x.shape[0]}")
     if n_cols is not None and x.shape[1] != n_cols:
         raise ValueError(f"{name} must have {n_cols} columns, got shape {x.shape}")
-    return _finite(x, name)
+    return _finite(x, name) if check_finite else x
 
 
 def as_vector(x, name: str, length: int | None = None) -> np.ndarray:
@@ -113,15 +125,17 @@ def principal_dim(feature_dim: int) -> int:
 def _residual_norm(features: np.ndarray, origin: np.ndarray, basis: np.ndarray) -> np.ndarray:
     """‖Rᵀ(h − u)‖₂ per row (N,) float64, in row blocks on several threads.
 
-    ``h − u`` is formed in float64 and rounded once to float32; the product with R (the dominant
-    cost) and the sum of squares run in float32 (module docstring, "Precision").
+    Evaluated as ‖Rᵀh − Rᵀu‖ in float32 (module docstring, "Precision"): the product Rᵀh (the
+    dominant cost) takes the features as stored, without a centred copy, and Rᵀu is formed in
+    float64 and rounded once.
     """
     norms = np.empty(features.shape[0])
-    basis = basis.astype(np.float32)
+    basis32 = basis.astype(np.float32)
+    offset = (origin @ basis).astype(np.float32)
 
     def block(rows):
-        centred = np.empty((rows.stop - rows.start, features.shape[1]), dtype=np.float32)
-        projected = np.subtract(features[rows], origin, out=centred, dtype=np.float64) @ basis
+        projected = features[rows].astype(np.float32, copy=False) @ basis32
+        projected -= offset
         np.sqrt(np.einsum("ij,ij->i", projected, projected), out=norms[rows])
 
     map_row_blocks(block, features.shape[0], features.shape[1])
@@ -133,7 +147,7 @@ def _check_subspace(features, origin, basis) -> tuple[np.ndarray, np.ndarray, np
     basis = as_matrix(basis, "basis")
     if basis.shape[0] != origin.shape[0]:
         raise ValueError(f"basis must be D×(D−Dp) with D = len(origin) = {origin.shape[0]}, got {basis.shape}")
-    features = as_matrix(features, "features", n_cols=origin.shape[0])
+    features = as_matrix(features, "features", n_cols=origin.shape[0], check_finite=False)
     return features, origin, basis
 
 
@@ -148,7 +162,7 @@ def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.
     ``features`` N×D and ``logits`` N×C are the training ones, ``weight`` C×D, ``bias`` (C,);
     0 <= ``principal_dim`` < D.  Needs N >= 2 and a training residual that is not identically 0.
     """
-    features = as_matrix(features, "features", min_rows=2)
+    features = as_matrix(features, "features", min_rows=2, check_finite=False)
     n, dim = features.shape
     logits = as_logits(logits, n)
     weight = as_matrix(weight, "weight", n_cols=dim)
@@ -157,22 +171,23 @@ def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.
         raise ValueError(f"principal_dim must lie in [0, D) = [0, {dim}), got {principal_dim}")
     with single_threaded_blas():
         origin = -np.linalg.pinv(weight.astype(np.float64)) @ bias
-    second_moment = scatter_about(features, origin) / (n - 1)
+    second_moment = finite_from(scatter_about(features, origin) / (n - 1), features, "features")
     with single_threaded_blas():
         _, vectors = eigh_descending(second_moment)
     basis = np.ascontiguousarray(vectors[:, principal_dim:])
-    mean_residual = _residual_norm(features, origin, basis).mean()
-    if mean_residual <= RESIDUAL_RTOL * np.sqrt(np.trace(second_moment)):
+    mean_residual = finite_from(_residual_norm(features, origin, basis), features, "features").mean()
+    if mean_residual <= RESIDUAL_RTOL * (np.sqrt(np.trace(second_moment)) + np.linalg.norm(origin)):
         raise ValueError(f"the {n} training features have (numerically) no residual outside the top "
                          f"{principal_dim} principal directions, so ViM's alpha is undefined; it needs more "
                          f"samples than principal_dim spanning more than {principal_dim} dimensions")
-    alpha = logits.max(axis=1).mean() / mean_residual
+    alpha = mls(logits).mean() / mean_residual
     return {"origin": origin, "basis": basis, "alpha": np.asarray(alpha)}
 
 
 def residual_score(features, origin, basis) -> np.ndarray:
     """Residual confidence −‖Rᵀ(h − u)‖₂ (spec §2 row 19); (N,), <= 0, higher = more ID."""
-    return -_residual_norm(*_check_subspace(features, origin, basis))
+    features, origin, basis = _check_subspace(features, origin, basis)
+    return -finite_from(_residual_norm(features, origin, basis), features, "features")
 
 
 def vim_score(features, logits, origin, basis, alpha) -> np.ndarray:
@@ -182,7 +197,8 @@ def vim_score(features, logits, origin, basis, alpha) -> np.ndarray:
     """
     features, origin, basis = _check_subspace(features, origin, basis)
     logits = as_logits(logits, features.shape[0])
-    return energy(logits) - float(alpha) * _residual_norm(features, origin, basis)
+    residual = finite_from(_residual_norm(features, origin, basis), features, "features")
+    return energy(logits) - float(alpha) * residual
 
 
 def neco_fit(features, n_components: int = 100) -> dict[str, np.ndarray]:
