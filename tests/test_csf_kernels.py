@@ -13,7 +13,7 @@ import pytest
 import torch
 from scipy.special import logsumexp
 
-from csfbench.csf import blocks, distance_scores, logit_scores
+from csfbench.csf import blocks, distance_scores, logit_scores, pnml
 from csfbench.csf.distance_scores import class_means, maha_fit, maha_score, max_cosine
 from csfbench.csf.fdbd import fdbd
 from csfbench.csf.gradnorm import gradnorm
@@ -589,3 +589,20 @@ def test_unit_rows_in_both_precisions(dtype):
     np.testing.assert_allclose(unit, expected, rtol=4 * np.finfo(dtype).eps if dtype == np.float32 else 1e-15,
                                atol=0)
     assert not unit[5].any()  # the all-zero row stays zero
+
+
+def test_pnml_cholesky_inverse_and_eigen_pseudo_inverse_agree(monkeypatch):
+    # a well-conditioned Gram matrix takes the Cholesky path; forced through the eigen-decomposition
+    # (as ill-conditioned ones are) it must give the same projector and the same scores
+    rng = np.random.default_rng(17)
+    train, test = rng.normal(size=(300, 12)) + 0.5, rng.normal(size=(40, 12))
+    weight, bias = rng.normal(size=(4, 12)), rng.normal(size=4)
+    fast = pnml_fit(train)
+    monkeypatch.setattr(pnml, "MIN_RCOND", np.inf)
+    eigen = pnml_fit(train)
+    assert fast["plus_factor"].shape == eigen["plus_factor"].shape == (13, 13)
+    assert fast["perp_factor"].shape == eigen["perp_factor"].shape == (13, 0)
+    assert not np.array_equal(fast["plus_factor"], eigen["plus_factor"])  # two different factors ...
+    np.testing.assert_allclose(_projectors(fast)[0], _projectors(eigen)[0], rtol=1e-10, atol=1e-14)  # ... one P^+
+    np.testing.assert_allclose(pnml_score(test, weight, bias, **fast), pnml_score(test, weight, bias, **eigen),
+                               rtol=1e-6)

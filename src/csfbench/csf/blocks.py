@@ -116,19 +116,26 @@ def single_threaded_blas() -> AbstractContextManager:
     return _blas().limit(limits=1)
 
 
-def unit_rows(x: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+def unit_rows(x: np.ndarray, dtype: type = np.float64, out: np.ndarray | None = None) -> np.ndarray:
     """Rows of ``x`` divided by their L2 norm (computed in float64), as ``dtype``; an all-zero row stays zero.
 
-    float64: the float64 quotient.  float32: ``x`` times the float32 reciprocal of the norm, in
-    float32 (two roundings of 2^-24 each; a mixed-precision division, which casts every entry
-    twice, takes 1.7x as long), unless a reciprocal exceeds the float32 range.
+    float64: the float64 quotient, written to ``out`` (an N×D float64 array, possibly a view) when
+    given.  Other inputs are widened into it first: numpy's mixed-precision ufuncs cast every entry
+    and take twice as long.  float32: ``x`` times the float32 reciprocal of the norm, in float32
+    (two roundings of 2^-24 each; a mixed-precision division takes 1.7x as long), unless a
+    reciprocal exceeds the float32 range.
     """
     x = np.asarray(x)
-    norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
     if dtype == np.float32:
+        norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
         inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         if inverse.max(initial=0.0) <= np.finfo(np.float32).max:
             return np.multiply(x, inverse.astype(np.float32)[:, None], dtype=np.float32)
-    out = np.empty(x.shape, dtype=dtype)
-    return np.divide(x, np.maximum(norms, np.finfo(np.float64).tiny)[:, None], out=out, dtype=np.float64)
-
+        return np.divide(x, norms[:, None], out=np.zeros(x.shape, np.float32), where=norms[:, None] > 0,
+                         dtype=np.float64)
+    out = np.empty(x.shape) if out is None else out
+    if x.dtype != np.float64:
+        np.copyto(out, x)
+        x = out
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+    return np.divide(x, np.maximum(norms, np.finfo(np.float64).tiny)[:, None], out=out)

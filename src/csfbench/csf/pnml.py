@@ -57,15 +57,48 @@ def pnml_fit(features: np.ndarray) -> dict[str, np.ndarray]:
     def term(rows):
         augmented = np.empty((rows.stop - rows.start, dim))
         augmented[:, 0] = 1.0
-        augmented[:, 1:] = unit_rows(features[rows])
+        unit_rows(features[rows], out=augmented[:, 1:])
         return np.dot(augmented.T, augmented)  # np.dot of a transposed self-product uses BLAS syrk
 
     gram = sum_row_blocks(term, len(features), dim)
     with single_threaded_blas():
+        plus_factor = _inverse_factor(gram)
+        if plus_factor is not None:
+            return {"plus_factor": plus_factor, "perp_factor": np.zeros((dim, 0))}
         values, vectors = np.linalg.eigh(gram)
         kept = values > dim * np.finfo(np.float64).eps * values.max()
         return {"plus_factor": _trapezoidal(vectors[:, kept] / np.sqrt(values[kept])),
                 "perp_factor": _trapezoidal(vectors[:, ~kept])}
+
+
+#: :func:`_inverse_factor` takes a Gram matrix as invertible when LAPACK's estimate of its reciprocal
+#: 1-norm condition number exceeds this.  The estimate is at most a small factor above the truth
+#: (Hager's method; a factor D+1 = 513 at worst), and cond_2 <= cond_1 for a symmetric matrix, so
+#: every eigenvalue then lies far above the pseudo-inverse's cut-off (D+1)·eps·λ_max (a condition
+#: number of 1/(513 eps) ≈ 9e12): P^+ = P^-1 and P_perp = 0.
+MIN_RCOND = 1e-9
+
+
+def _inverse_factor(gram: np.ndarray) -> np.ndarray | None:
+    """A lower-triangular M with ``M Mᵀ = gram⁻¹`` when the Gram matrix is safely invertible, else None.
+
+    A Cholesky factorisation and a triangular inverse take a fifth of the eigen-decomposition's
+    time.  With the reversal permutation J: ``J gram J = K Kᵀ`` (Cholesky) gives ``gram = U Uᵀ`` with
+    ``U = J K J`` upper triangular, so ``gram⁻¹ = U⁻ᵀ U⁻¹`` and ``M = U⁻ᵀ = J K⁻ᵀ J`` is lower triangular.
+    """
+    from scipy.linalg import lapack  # scipy exposes the condition estimate (pocon) and trtri; numpy does not
+
+    reversed_gram = np.ascontiguousarray(gram[::-1, ::-1])
+    factor, info = lapack.dpotrf(reversed_gram, lower=True, clean=True)
+    if info != 0:
+        return None
+    rcond, info = lapack.dpocon(factor, np.abs(gram).sum(axis=0).max(), uplo="L")
+    if info != 0 or not rcond > MIN_RCOND:
+        return None
+    inverse, info = lapack.dtrtri(factor, lower=True)
+    if info != 0:
+        return None
+    return np.ascontiguousarray(inverse.T[::-1, ::-1])
 
 
 def _factor_blocks(factor: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
