@@ -377,17 +377,50 @@ def extrapolate(eng: dict, init_points: int, n_iter: int) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- baseline
-def baseline_detectors(splits: dict[str, SplitData], ctx: ModelContext, temperature: float) -> list[tuple]:
-    """(name, ours, theirs): each a pair (fit() -> state, score(state, split name) -> confidence)."""
+#: the detector pairs, ours / pytorch-ood's
+DETECTORS = ("MSR / MaxSoftmax", "MLS / MaxLogit", "Energy / EnergyBased", "PE / Entropy", "GEN / GEN",
+             "GradNorm / GradNorm", "Maha / Mahalanobis", "ViM / ViM", "NNGuide / NNGuide", "pNML / PNML",
+             "fDBD / fDBD")
+SIDES = ("ours", "theirs")
+
+
+def baseline_detectors(side: str, splits: dict[str, SplitData], ctx: ModelContext,
+                       temperature: float) -> dict[str, tuple]:
+    """One side's detectors, by name of :data:`DETECTORS`: (fit() -> state, score(state, split name) -> confidence).
+    Only pytorch-ood's side imports torch."""
+    train = splits["train"]
+    t = temperature
+    hp_gen, hp_nng = FIXED["GEN"], FIXED["NNGuide"]
+    dp = principal_dim(DIM)
+    if side == "ours":
+        def logit(score):
+            return lambda: None, lambda st, s: score(splits[s].logits)
+
+        return dict(zip(DETECTORS, [
+            logit(lambda z: ls.msr(softmax(z, t))),
+            logit(lambda z: ls.mls(z, t)),
+            logit(lambda z: ls.energy(z, t)),
+            logit(lambda z: ls.pe(softmax(z, t))),
+            logit(lambda z: ls.gen(softmax(z, t), hp_gen["m"], hp_gen["gamma"])),
+            (lambda: None, lambda st, s: gradnorm(splits[s].features, softmax(splits[s].logits, t), t)),
+            (lambda: maha_fit(train.features, train.labels, N_CLASSES),
+             lambda st, s: maha_score(splits[s].features, **st)),
+            (lambda: vim_fit(train.features, train.logits, ctx.weight, ctx.bias, dp),
+             lambda st, s: vim_score(splits[s].features, splits[s].logits, **st)),
+            (lambda: nnguide_bank(train.features, train.logits, train.labels, N_CLASSES, hp_nng["alpha"]),
+             lambda bank, s: nnguide_score(splits[s].features, splits[s].logits, bank, hp_nng["k"])),
+            (lambda: pnml_fit(train.features),
+             lambda st, s: pnml_score(splits[s].features, ctx.weight, ctx.bias, **st)),
+            (lambda: {"mean": train.features.mean(0, dtype=np.float64)},
+             lambda st, s: fdbd(splits[s].features, splits[s].logits, ctx.weight, st["mean"])),
+        ]))
+
     import torch
 
     from csfbench.torch_compat import ensure_torchvision
     ensure_torchvision()
     import pytorch_ood.detector as ood
 
-    train = splits["train"]
-    t = temperature
-    hp_gen, hp_nng = FIXED["GEN"], FIXED["NNGuide"]
     f32 = {name: torch.from_numpy(s.features) for name, s in splits.items()}
     z64 = {name: torch.from_numpy(s.logits) for name, s in splits.items()}
     y_train = torch.from_numpy(train.labels)
@@ -399,100 +432,125 @@ def baseline_detectors(splits: dict[str, SplitData], ctx: ModelContext, temperat
     rng, per_class = np.random.RandomState(NNGUIDE_SEED), int(len(train) / N_CLASSES * hp_nng["alpha"])
     bank_rows = np.concatenate([rng.choice(np.flatnonzero(train.labels == c), min(per_class, int(
         (train.labels == c).sum())), replace=False) for c in range(N_CLASSES)])
-    dp = principal_dim(DIM)
 
-    def logit_pair(ours, theirs):
-        return ((lambda: None, lambda st, s: ours(splits[s].logits)),
-                (lambda: None, lambda st, s: -theirs(z64[s]).numpy()))
+    def logit(outlier):  # pytorch-ood scores outliers: negated into confidences
+        return lambda: None, lambda st, s: -outlier(z64[s]).numpy()
 
-    def fitted(fit, score):
-        return fit, score
+    def fitted(fit):
+        return fit, lambda det, s: -det.predict_features(f32[s]).numpy()
 
-    return [
-        ("MSR / MaxSoftmax", *logit_pair(lambda z: ls.msr(softmax(z, t)),
-                                          lambda z: ood.MaxSoftmax(None, t=t).predict_logits(z))),
-        ("MLS / MaxLogit", *logit_pair(lambda z: ls.mls(z, t), lambda z: ood.MaxLogit(None).predict_logits(z) / t)),
-        ("Energy / EnergyBased", *logit_pair(lambda z: ls.energy(z, t),
-                                              lambda z: ood.EnergyBased(None, t=t).predict_logits(z))),
-        ("PE / Entropy", *logit_pair(lambda z: ls.pe(softmax(z, t)),
-                                      lambda z: ood.Entropy(None).predict_logits(z / t))),
-        ("GEN / GEN", *logit_pair(lambda z: ls.gen(softmax(z, t), hp_gen["m"], hp_gen["gamma"]),
-                                   lambda z: ood.GEN(None, gamma=hp_gen["gamma"], M=hp_gen["m"]).predict_logits(z / t))),
-        ("GradNorm / GradNorm",
-         fitted(lambda: None, lambda st, s: gradnorm(splits[s].features, softmax(splits[s].logits, t), t)),
-         fitted(lambda: ood.GradNorm(head, param_filter=lambda n: n == "weight", temperature=t),
-                lambda det, s: -det.predict(f32[s]).numpy())),
-        ("Maha / Mahalanobis",
-         fitted(lambda: maha_fit(train.features, train.labels, N_CLASSES),
-                lambda st, s: maha_score(splits[s].features, **st)),
-         fitted(lambda: ood.Mahalanobis(None).fit_features(f32["train"], y_train),
-                lambda det, s: -det.predict_features(f32[s]).numpy())),
-        ("ViM / ViM",
-         fitted(lambda: vim_fit(train.features, train.logits, ctx.weight, ctx.bias, dp),
-                lambda st, s: vim_score(splits[s].features, splits[s].logits, **st)),
-         fitted(lambda: ood.ViM(None, d=dp, w=head.weight, b=head.bias).fit_features(f32["train"], y_train),
-                lambda det, s: -det.predict_features(f32[s]).numpy())),
-        ("NNGuide / NNGuide",
-         fitted(lambda: nnguide_bank(train.features, train.logits, train.labels, N_CLASSES, hp_nng["alpha"]),
-                lambda bank, s: nnguide_score(splits[s].features, splits[s].logits, bank, hp_nng["k"])),
-         fitted(lambda: ood.NNGuide(None, head=head, k=hp_nng["k"]).fit_features(f32["train"][bank_rows],
-                                                                                  y_train[bank_rows]),
-                lambda det, s: -det.predict_features(f32[s]).numpy())),
-        ("pNML / PNML",
-         fitted(lambda: pnml_fit(train.features),
-                lambda st, s: pnml_score(splits[s].features, ctx.weight, ctx.bias, **st)),
-         fitted(lambda: ood.PNML(None, head=head).fit_features(f32["train"], y_train),
-                lambda det, s: -det.predict_features(f32[s]).numpy())),
-        ("fDBD / fDBD",
-         fitted(lambda: {"mean": train.features.mean(0)},
-                lambda st, s: fdbd(splits[s].features, splits[s].logits, ctx.weight, st["mean"])),
-         fitted(lambda: ood.fDBD(None, head=head).fit_features(f32["train"]),
-                lambda det, s: -det.predict_features(f32[s]).numpy())),
-    ]
+    return dict(zip(DETECTORS, [
+        logit(lambda z: ood.MaxSoftmax(None, t=t).predict_logits(z)),
+        logit(lambda z: ood.MaxLogit(None).predict_logits(z) / t),
+        logit(lambda z: ood.EnergyBased(None, t=t).predict_logits(z)),
+        logit(lambda z: ood.Entropy(None).predict_logits(z / t)),
+        logit(lambda z: ood.GEN(None, gamma=hp_gen["gamma"], M=hp_gen["m"]).predict_logits(z / t)),
+        (lambda: ood.GradNorm(head, param_filter=lambda n: n == "weight", temperature=t),
+         lambda det, s: -det.predict(f32[s]).numpy()),
+        fitted(lambda: ood.Mahalanobis(None).fit_features(f32["train"], y_train)),
+        fitted(lambda: ood.ViM(None, d=dp, w=head.weight, b=head.bias).fit_features(f32["train"], y_train)),
+        fitted(lambda: ood.NNGuide(None, head=head, k=hp_nng["k"]).fit_features(f32["train"][bank_rows],
+                                                                                 y_train[bank_rows])),
+        fitted(lambda: ood.PNML(None, head=head).fit_features(f32["train"], y_train)),
+        fitted(lambda: ood.fDBD(None, head=head).fit_features(f32["train"])),
+    ]))
 
 
-#: a detector pair that has taken less than this (both sides, all runs so far) is run again ...
-CHEAP_PAIR_S = 2.0
-#: ... up to this many times (odd, so the median is one run)
-MAX_REPEATS = 51
+#: within one process, a side's detector runs again while its runs there have taken less than this ...
+CHEAP_SIDE_S = 0.2
+#: ... up to this many times, so that the millisecond-scale logit scores get a stable median
+MAX_RUNS_PER_PROCESS = 11
+#: a detector pair whose runs (both sides, all rounds so far) have taken more than this is not run in
+#: later rounds
+SLOW_PAIR_S = 30.0
 
 
-def run_baseline(splits: dict[str, SplitData], ctx: ModelContext, repeats: int, peaks: PeakRss) -> list[dict]:
+def _save_data(folder: Path, splits: dict[str, SplitData], ctx: ModelContext, temperature: float) -> None:
+    for name, split in splits.items():
+        for field in ("features", "logits", "labels"):
+            np.save(folder / f"{name}.{field}.npy", getattr(split, field))
+    np.save(folder / "head.weight.npy", ctx.weight)
+    np.save(folder / "head.bias.npy", ctx.bias)
+    (folder / "meta.json").write_text(json.dumps({"splits": list(splits), "temperature": temperature}))
+
+
+def _load_data(folder: Path) -> tuple[dict[str, SplitData], ModelContext, float]:
+    meta = json.loads((folder / "meta.json").read_text())
+    splits = {}
+    for name in meta["splits"]:
+        features, logits, labels = (np.load(folder / f"{name}.{field}.npy") for field in ("features", "logits", "labels"))
+        splits[name] = SplitData(name, "det", features, logits, logits, labels, logits.argmax(1), None)
+    weight, bias = np.load(folder / "head.weight.npy"), np.load(folder / "head.bias.npy")
+    return splits, ModelContext(N_CLASSES, "vgg13", "devries", weight, bias, weight, bias), meta["temperature"]
+
+
+def baseline_side(side: str, folder: Path, round_: int, skip: list[str]) -> None:
+    """One round of one side, in a process of its own: every detector not in ``skip``, fit + score of the
+    test and OOD sets, run as :data:`CHEAP_SIDE_S` / :data:`MAX_RUNS_PER_PROCESS` say; writes
+    ``<side>.<round>.json`` (runs, memory increments) and, in round 0, each detector's confidences."""
+    splits, ctx, temperature = _load_data(folder)
+    scored = [name for name in splits if name not in ("train", "val")]
+    peaks, report = PeakRss(), {}
+    for index, (name, (fit, score)) in enumerate(baseline_detectors(side, splits, ctx, temperature).items()):
+        if name in skip:
+            continue
+        runs, increment = [], 0.0
+        while not runs or sum(r[2] for r in runs) < CHEAP_SIDE_S and len(runs) < MAX_RUNS_PER_PROCESS:
+            peaks.begin("run")
+            t0 = time.perf_counter()
+            state = fit()
+            t_fit = time.perf_counter() - t0
+            conf = np.concatenate([np.asarray(score(state, s), dtype=np.float64) for s in scored])
+            total = time.perf_counter() - t0
+            increment = max(increment, peaks.end("run")["increment_gb"])
+            runs.append((t_fit, total - t_fit, total))
+            del state
+        if round_ == 0:
+            np.save(folder / f"{side}.{index}.npy", conf)
+        report[name] = {"runs": runs, "increment_gb": increment}
+    (folder / f"{side}.{round_}.json").write_text(json.dumps(report))
+
+
+def run_baseline(splits: dict[str, SplitData], ctx: ModelContext, rounds: int, threads: int) -> list[dict]:
+    """Both sides in alternating processes of their own (ABBA: each side first in every other round), so
+    that neither runs while the other's library threads are still busy, e.g. the OpenMP threads torch
+    leaves spin-waiting after each parallel operation.  Per detector and side: the median run."""
+    import subprocess
+    import tempfile
+
     from scipy.stats import spearmanr
 
     temperature = fit_temperature(splits["val"].logits, splits["val"].labels)
-    scored = [name for name in splits if name not in ("train", "val")]
-    rows = []
-    for name, ours, theirs in baseline_detectors(splits, ctx, temperature):
-        runs = {"ours": [], "theirs": []}
-        mem, conf = {}, {}
-        while True:
-            done, elapsed = len(runs["ours"]), sum(r[2] for side in runs.values() for r in side)
-            if done >= max(1, repeats) and (elapsed >= CHEAP_PAIR_S or done >= MAX_REPEATS) or elapsed > 30:
-                break
-            # ABBA order: each side runs first in every other repeat, so what one side leaves behind (warm
-            # caches, library threads still spinning) falls on both sides alike
-            order = (("ours", ours), ("theirs", theirs))
-            for side, (fit, score) in (order if done % 2 == 0 else order[::-1]):
-                peaks.begin("baseline")
-                t0 = time.perf_counter()
-                state = fit()
-                t_fit = time.perf_counter() - t0
-                conf[side] = np.concatenate([np.asarray(score(state, s), dtype=np.float64) for s in scored])
-                total = time.perf_counter() - t0
-                mem[side] = peaks.end("baseline")["increment_gb"]
-                runs[side].append((t_fit, total - t_fit, total))
-                del state
-        row = {"detector": name, "repeats": len(runs["ours"])}
-        for side in ("ours", "theirs"):
-            best = sorted(runs[side], key=lambda r: r[2])[len(runs[side]) // 2]  # the median run
-            row[side] = {"fit_s": best[0], "score_s": best[1], "total_s": best[2],
-                         "runs_s": [r[2] for r in runs[side]], "increment_gb": mem[side]}
-        row["ratio"] = row["ours"]["total_s"] / row["theirs"]["total_s"]
-        row["spearman"] = float(spearmanr(conf["ours"], conf["theirs"]).statistic)
-        rows.append(row)
-        print(f"  {name:22s} ours {row['ours']['total_s']:8.3f} s  pytorch-ood {row['theirs']['total_s']:8.3f} s"
-              f"  ratio {row['ratio']:6.3f}  spearman {row['spearman']:.4f}", flush=True)
+    shm = Path("/dev/shm")
+    with tempfile.TemporaryDirectory(prefix="csf_engine_baseline_", dir=shm if shm.is_dir() else None) as tmp:
+        folder = Path(tmp)
+        _save_data(folder, splits, ctx, temperature)
+        runs = {side: {name: [] for name in DETECTORS} for side in SIDES}
+        increments = {side: dict.fromkeys(DETECTORS, 0.0) for side in SIDES}
+        skip: list[str] = []
+        for round_ in range(max(1, rounds)):
+            for side in SIDES if round_ % 2 == 0 else SIDES[::-1]:
+                subprocess.run([sys.executable, __file__, "--baseline-side", side, "--baseline-data", str(folder),
+                                "--baseline-round", str(round_), "--baseline-skip", json.dumps(skip),
+                                "--threads", str(threads)], check=True)
+                for name, entry in json.loads((folder / f"{side}.{round_}.json").read_text()).items():
+                    runs[side][name] += entry["runs"]
+                    increments[side][name] = max(increments[side][name], entry["increment_gb"])
+            skip = [name for name in DETECTORS
+                    if sum(r[2] for side in SIDES for r in runs[side][name]) > SLOW_PAIR_S]
+        rows = []
+        for index, name in enumerate(DETECTORS):
+            row = {"detector": name, "repeats": {side: len(runs[side][name]) for side in SIDES}}
+            for side in SIDES:
+                median = sorted(runs[side][name], key=lambda r: r[2])[len(runs[side][name]) // 2]
+                row[side] = {"fit_s": median[0], "score_s": median[1], "total_s": median[2],
+                             "runs_s": [r[2] for r in runs[side][name]], "increment_gb": increments[side][name]}
+            row["ratio"] = row["ours"]["total_s"] / row["theirs"]["total_s"]
+            row["spearman"] = float(spearmanr(*(np.load(folder / f"{side}.{index}.npy") for side in SIDES)).statistic)
+            rows.append(row)
+            print(f"  {name:22s} ours {row['ours']['total_s']:8.3f} s  pytorch-ood {row['theirs']['total_s']:8.3f} s"
+                  f"  ratio {row['ratio']:6.3f}  spearman {row['spearman']:.4f}  runs {row['repeats']['ours']}"
+                  f"/{row['repeats']['theirs']}", flush=True)
     return rows
 
 
@@ -605,8 +663,8 @@ def main(argv=None) -> int:
     parser.add_argument("--n-landmarks", type=int, default=2000, help="fixed tuning: KPCA landmarks")
     parser.add_argument("--groups", default="none,global,class", help="comma-separated fit groups")
     parser.add_argument("--repeats", type=int, default=5,
-                        help="baseline: interleaved repeats (median); fewer once a detector pair has taken 30 s, "
-                             "more (up to 51) while it has taken under 2 s")
+                        help="baseline: rounds of alternating processes per side (median of all runs); a detector "
+                             "pair is left out of later rounds once it has taken 30 s")
     parser.add_argument("--no-engine", action="store_true", help="skip the engine part")
     parser.add_argument("--fit-only", action="store_true",
                         help="engine: fit only, score nothing (for tuning runs; scoring does not depend on the budget)")
@@ -616,17 +674,27 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="data seed")
     parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "csf_engine"),
                         help="output prefix: <out>.json and <out>.md")
+    # the baseline's worker processes (run_baseline)
+    parser.add_argument("--baseline-side", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-data", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-round", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-skip", default="[]", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=args.threads)
+    if args.baseline_side:
+        if args.threads and args.baseline_side == "theirs":
+            import torch
+            torch.set_num_threads(args.threads)
+        baseline_side(args.baseline_side, Path(args.baseline_data), args.baseline_round,
+                      json.loads(args.baseline_skip))
+        return 0
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
     unknown = set(groups) - set(GROUP_VARIANTS)
     if unknown:
         parser.error(f"unknown fit groups {sorted(unknown)}")
 
-    if args.threads:
-        import torch
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(limits=args.threads)
-        torch.set_num_threads(args.threads)
     peaks = PeakRss()
     peaks.begin("process")
     t0 = time.perf_counter()
@@ -665,8 +733,8 @@ def main(argv=None) -> int:
                   + ", ".join(f"{d}: {v:.1f} s" for d, v in eng["extrapolation"]["bo_overhead_s_by_dims"].items())
                   + ")", flush=True)
     if not args.no_baseline:
-        print("baseline (fit on train, score test + OOD sets; median of interleaved runs):", flush=True)
-        result["baseline"] = run_baseline(splits, ctx, args.repeats, peaks)
+        print("baseline (fit on train, score test + OOD sets; median of runs in alternating processes):", flush=True)
+        result["baseline"] = run_baseline(splits, ctx, args.repeats, args.threads)
     config["load_avg_end"] = os.getloadavg()
     result["peak_gb"] = peaks.end("process")["peak_gb"]
     for a, b, c in targets(result):

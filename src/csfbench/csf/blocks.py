@@ -87,8 +87,11 @@ def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int 
         try:
             drain()
         finally:
-            for helper in helpers:  # all threads finish before BLAS threads are restored; errors propagate
-                helper.result()
+            # all threads finish before BLAS threads are restored; errors propagate.  A helper that has
+            # not started by now would find no slice left: cancelling it saves waiting for its wake-up
+            for helper in helpers:
+                if not helper.cancel():
+                    helper.result()
 
 
 def sum_row_blocks(term: Callable[[slice], np.ndarray], n_rows: int, row_width: int = 1) -> np.ndarray:
