@@ -463,6 +463,9 @@ MAX_RUNS_PER_PROCESS = 11
 #: a detector pair whose runs (both sides, all rounds so far) have taken more than this is not run in
 #: later rounds
 SLOW_PAIR_S = 30.0
+#: a detector's first run in a process is a warm-up, not counted, when it takes less than this (lazy
+#: library set-up, first-touch page faults of the allocator's fresh memory); slower runs count
+WARM_UP_BELOW_S = 1.0
 
 
 def _save_data(folder: Path, splits: dict[str, SplitData], ctx: ModelContext, temperature: float) -> None:
@@ -486,7 +489,8 @@ def _load_data(folder: Path) -> tuple[dict[str, SplitData], ModelContext, float]
 
 def baseline_side(side: str, folder: Path, round_: int, skip: list[str]) -> None:
     """One round of one side, in a process of its own: every detector not in ``skip``, fit + score of the
-    test and OOD sets, run as :data:`CHEAP_SIDE_S` / :data:`MAX_RUNS_PER_PROCESS` say; writes
+    test and OOD sets, run as :data:`WARM_UP_BELOW_S`, :data:`CHEAP_SIDE_S` and
+    :data:`MAX_RUNS_PER_PROCESS` say; writes
     ``<side>.<round>.json`` (runs, memory increments) and, in round 0, each detector's confidences."""
     splits, ctx, temperature = _load_data(folder)
     scored = [name for name in splits if name not in ("train", "val")]
@@ -494,7 +498,7 @@ def baseline_side(side: str, folder: Path, round_: int, skip: list[str]) -> None
     for index, (name, (fit, score)) in enumerate(baseline_detectors(side, splits, ctx, temperature).items()):
         if name in skip:
             continue
-        runs, increment = [], 0.0
+        runs, increment, warm = [], 0.0, False
         while not runs or sum(r[2] for r in runs) < CHEAP_SIDE_S and len(runs) < MAX_RUNS_PER_PROCESS:
             peaks.begin("run")
             t0 = time.perf_counter()
@@ -503,8 +507,11 @@ def baseline_side(side: str, folder: Path, round_: int, skip: list[str]) -> None
             conf = np.concatenate([np.asarray(score(state, s), dtype=np.float64) for s in scored])
             total = time.perf_counter() - t0
             increment = max(increment, peaks.end("run")["increment_gb"])
-            runs.append((t_fit, total - t_fit, total))
             del state
+            if not warm and total < WARM_UP_BELOW_S:
+                warm = True
+                continue
+            runs.append((t_fit, total - t_fit, total))
         if round_ == 0:
             np.save(folder / f"{side}.{index}.npy", conf)
         report[name] = {"runs": runs, "increment_gb": increment}
