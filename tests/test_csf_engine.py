@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from unittest import mock
 
+import h5py
 import numpy as np
 import pytest
 from csf_synthetic import make_splits
@@ -17,6 +18,7 @@ from csfbench.csf.store import read_fit, write_fit
 from csfbench.csf.temperature import fit_temperature, temperature_nll
 from csfbench.csf.logit_scores import softmax
 from csfbench.csf.views import build_views
+from csfbench.errors import FeatureFileError
 
 # spec 000 §3.4, written out independently of the registry: CSF -> supported variants
 SUPPORT = {
@@ -255,3 +257,14 @@ def test_float32_features_as_stored_give_the_float64_scores(group):
         for key, expected in from64[name].items():
             assert from32[name][key].dtype == np.float64, key
             np.testing.assert_allclose(from32[name][key], expected, rtol=1e-9, atol=1e-12, err_msg=f"{name} {key}")
+
+
+def test_a_fit_file_of_another_format_is_refused_with_what_to_do(tmp_path):
+    splits, ctx = make_splits()
+    fitted, _ = _fit_and_score("none", splits, ctx)
+    path = tmp_path / "fit.h5"
+    write_fit(path, {"det": fitted}, (ctx.weight, ctx.bias), {"model": "m", "group": "none", "quirks": "strict"})
+    with h5py.File(path, "a") as fh:  # a file written before the attribute existed (format 1)
+        del fh.attrs["fit_format"]
+    with pytest.raises(FeatureFileError, match="CSF fit format 1, this csfbench reads format 2.*--forcerun fit_csf"):
+        read_fit(path)

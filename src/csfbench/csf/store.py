@@ -3,7 +3,7 @@
 No pickle: every fitted quantity is an array dataset; hyper-parameters, temperatures and the
 projection's variance are attributes (JSON where they are mappings).  Layout of ``fit.h5``::
 
-    attrs: source, model, group, quirks, csf_config (JSON), provenance
+    attrs: fit_format, source, model, group, quirks, csf_config (JSON), provenance
     head/weight, head/bias                         full head (Deep Gamblers: C+1 rows)
     {mode}/  attrs: temperatures (JSON), base_temperature
     {mode}/projection/  attrs: group, variance; global: mean, basis; class: means, bases, k, mean_targets
@@ -27,6 +27,10 @@ from csfbench.csf.engine import FittedCsf, FittedMode
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import ClassSubspaces
 from csfbench.errors import FeatureFileError
+
+#: layout version of the CSF states in ``fit.h5``; read_fit refuses any other.  2: pNML stores the
+#: factors ``plus_factor``/``perp_factor`` of its projectors (1: the projectors ``p_plus``/``p_perp``)
+FIT_FORMAT = 2
 
 
 def _write_arrays(group: h5py.Group, arrays: dict) -> None:
@@ -71,6 +75,7 @@ def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.nda
     """Write the fitted state of every input mode of one (model, fit group)."""
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
         fh.attrs.update(attrs)
+        fh.attrs["fit_format"] = FIT_FORMAT
         _write_arrays(fh.create_group("head"), {"weight": head[0], "bias": head[1]})
         for mode, fitted in modes.items():
             g = fh.create_group(mode)
@@ -98,6 +103,11 @@ def read_fit(path: str | Path) -> tuple[dict[str, FittedMode], tuple[np.ndarray,
     modes = {}
     with h5py.File(path, "r", locking=False) as fh:
         attrs = dict(fh.attrs)
+        found = int(attrs.get("fit_format", 1))
+        if found != FIT_FORMAT:
+            raise FeatureFileError(f"{path}: CSF fit format {found}, this csfbench reads format {FIT_FORMAT} "
+                                   f"(the file was written by another version): delete it, or rerun its fit job "
+                                   f"(snakemake --forcerun fit_csf), and its scores are recomputed from the new fit")
         head = (fh["head/weight"][()], fh["head/bias"][()])
         for mode in ("det", "mcd"):
             if mode not in fh:
