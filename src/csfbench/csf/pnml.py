@@ -7,13 +7,14 @@ Features are normalised and bias-augmented, ``x̃ = [1, h/||h||]`` (D+1).  Fit:
 ``Γ = log(sum_k q̂_k) / log C`` in [0, 1]; confidence = ``-Γ`` (higher = in-distribution, spec §2.3).
 
 The fitted state holds both projectors as lower-trapezoidal factors, ``P_plus = L Lᵀ`` and
-``P_perp = M Mᵀ``, from one eigen-decomposition ``P = V Λ Vᵀ``: the pseudo-inverse keeps the
-eigenvalues above the cut-off, ``P_plus = V_r Λ_r⁻¹ V_rᵀ``, and ``P_perp = I - P^+ P = V_0 V_0ᵀ`` is the
-projector onto the remaining eigenvectors (none for full-rank training features, where the second
-quadratic form vanishes).  Scoring then needs no factorisation, and a triangular factor needs
+``P_perp = M Mᵀ``.  A safely invertible Gram matrix (:data:`MIN_RCOND`) has ``P^+ = P⁻¹``, with L
+from its Cholesky factor's triangular inverse, and ``P_perp = 0`` (M has no column).  Otherwise
+they come from the eigen-decomposition ``P = V Λ Vᵀ``: the pseudo-inverse keeps the eigenvalues above
+the cut-off, ``P_plus = V_r Λ_r⁻¹ V_rᵀ``, and ``P_perp = I - P^+ P = V_0 V_0ᵀ`` is the projector onto
+the remaining eigenvectors.  Scoring then needs no factorisation, and a triangular factor needs
 about 5/8 of the products of a full one (:data:`TRIANGLE_BLOCKS`).
 
-Precision: the fit (the Gram matrix summed over the training set, its eigen-decomposition and the
+Precision: the fit (the Gram matrix summed over the training set, its factorisation and the
 factors) is float64.  The per-row products of scoring, ``W x`` and ``x̃ᵀ L`` (the dominant cost),
 run in float32, pytorch-ood's precision; the quadratic forms, the softmax and the regret are
 float64.  A float32 product of a unit vector differs from the float64 one by about what rounding
