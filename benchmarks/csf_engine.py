@@ -44,13 +44,15 @@ sets one set at a time), against our kernels on the unprojected features/logits 
 and float64 logits, as the engine holds a feature file's float32 arrays; probabilities through
 ``views.softmax`` as the engine's ``View.probs``; pytorch-ood gets the same arrays).  Each side runs
 in processes of its own (the data passed through ``/dev/shm``), alternating in ABBA order over
-``--repeats`` rounds, so that neither runs while the other library's threads are still busy (torch
-leaves its OpenMP threads spin-waiting after each operation) or on memory the other allocated.  In
-each process, a detector's first run is an uncounted warm-up when it takes under 1 s, and cheap
-detectors run again until they have taken 0.2 s (at most 11 runs); a pair that has taken 30 s is
-left out of later rounds.  Per detector and side: the median of all runs.  ``--threads 1`` pins
-BLAS (threadpoolctl) and torch to one thread each, which makes the ratios far less sensitive to
-other load on a shared machine than the libraries' multi-threaded defaults.
+``--repeats`` rounds (default 6: each side first in 3), so that neither runs while the other
+library's threads are still busy (torch leaves its OpenMP threads spin-waiting after each
+operation) or on memory the other allocated.  In
+each process, a detector's first run is an uncounted warm-up, on both sides, in round 0 and
+afterwards for pairs whose slower side's median run is under 1 s; cheap detectors run again until
+they have taken 0.2 s (at most 11 runs); a pair that has taken 30 s is left out of later rounds.
+Per detector and side: the median of all runs.  ``--threads 1`` pins BLAS (threadpoolctl) and
+torch to one thread each, which makes the ratios far less sensitive to other load on a shared
+machine than the libraries' multi-threaded defaults.
 Targets (reported, not asserted): fixed hyper-parameters ≤ 5 min and ≤ 8 GB peak; default tuning
 ≤ 30 min; every overlapping detector no slower than pytorch-ood's.  Results go to ``<out>.json``
 and ``<out>.md``.
@@ -65,6 +67,7 @@ import logging
 import os
 import platform
 import resource
+import shutil
 import sys
 import time
 from contextlib import ExitStack
@@ -466,8 +469,9 @@ MAX_RUNS_PER_PROCESS = 11
 #: a detector pair whose runs (both sides, all rounds so far) have taken more than this is not run in
 #: later rounds
 SLOW_PAIR_S = 30.0
-#: a detector's first run in a process is a warm-up, not counted, when it takes less than this (lazy
-#: library set-up, first-touch page faults of the allocator's fresh memory); slower runs count
+#: a detector's first run in each process is a warm-up, not counted (lazy library set-up,
+#: first-touch page faults of the allocator's fresh memory), on both sides, in round 0 and then while
+#: the pair's slower side has a median run under this; slower pairs count every run
 WARM_UP_BELOW_S = 1.0
 
 
@@ -491,10 +495,10 @@ def _load_data(folder: Path) -> tuple[dict[str, SplitData], ModelContext, float]
     return splits, ModelContext(N_CLASSES, "vgg13", "devries", weight, bias, weight, bias), meta["temperature"]
 
 
-def baseline_side(side: str, folder: Path, round_: int, skip: list[str]) -> None:
+def baseline_side(side: str, folder: Path, round_: int, skip: list[str], warm_up: list[str]) -> None:
     """One round of one side, in a process of its own: every detector not in ``skip``, fit + score of the
-    test and OOD sets, run as :data:`WARM_UP_BELOW_S`, :data:`CHEAP_SIDE_S` and
-    :data:`MAX_RUNS_PER_PROCESS` say; writes
+    test and OOD sets, after an uncounted warm-up run for those in ``warm_up``, then as
+    :data:`CHEAP_SIDE_S` and :data:`MAX_RUNS_PER_PROCESS` say; writes
     ``<side>.<round>.json`` (runs, memory increments) and, in round 0, each detector's confidences."""
     splits, ctx, temperature = _load_data(folder)
     scored = [name for name in splits if name not in ("train", "val")]
@@ -502,7 +506,7 @@ def baseline_side(side: str, folder: Path, round_: int, skip: list[str]) -> None
     for index, (name, (fit, score)) in enumerate(baseline_detectors(side, splits, ctx, temperature).items()):
         if name in skip:
             continue
-        runs, increment, warm = [], 0.0, False
+        runs, increment, warm = [], 0.0, name not in warm_up
         while not runs or sum(r[2] for r in runs) < CHEAP_SIDE_S and len(runs) < MAX_RUNS_PER_PROCESS:
             peaks.begin("run")
             t0 = time.perf_counter()
@@ -512,7 +516,7 @@ def baseline_side(side: str, folder: Path, round_: int, skip: list[str]) -> None
             total = time.perf_counter() - t0
             increment = max(increment, peaks.end("run")["increment_gb"])
             del state
-            if not warm and total < WARM_UP_BELOW_S:
+            if not warm:
                 warm = True
                 continue
             runs.append((t_fit, total - t_fit, total))
@@ -532,23 +536,27 @@ def run_baseline(splits: dict[str, SplitData], ctx: ModelContext, rounds: int, t
     from scipy.stats import spearmanr
 
     temperature = fit_temperature(splits["val"].logits, splits["val"].labels)
-    shm = Path("/dev/shm")
-    with tempfile.TemporaryDirectory(prefix="csf_engine_baseline_", dir=shm if shm.is_dir() else None) as tmp:
+    shm, size = Path("/dev/shm"), sum(a.nbytes for s in splits.values() for a in (s.features, s.logits, s.labels))
+    in_memory = shm.is_dir() and shutil.disk_usage(shm).free > 2 * size
+    with tempfile.TemporaryDirectory(prefix="csf_engine_baseline_", dir=shm if in_memory else None) as tmp:
         folder = Path(tmp)
         _save_data(folder, splits, ctx, temperature)
         runs = {side: {name: [] for name in DETECTORS} for side in SIDES}
         increments = {side: dict.fromkeys(DETECTORS, 0.0) for side in SIDES}
         skip: list[str] = []
+        warm_up = list(DETECTORS)
         for round_ in range(max(1, rounds)):
             for side in SIDES if round_ % 2 == 0 else SIDES[::-1]:
                 subprocess.run([sys.executable, __file__, "--baseline-side", side, "--baseline-data", str(folder),
                                 "--baseline-round", str(round_), "--baseline-skip", json.dumps(skip),
-                                "--threads", str(threads)], check=True)
+                                "--baseline-warm-up", json.dumps(warm_up), "--threads", str(threads)], check=True)
                 for name, entry in json.loads((folder / f"{side}.{round_}.json").read_text()).items():
                     runs[side][name] += entry["runs"]
                     increments[side][name] = max(increments[side][name], entry["increment_gb"])
             skip = [name for name in DETECTORS
                     if sum(r[2] for side in SIDES for r in runs[side][name]) > SLOW_PAIR_S]
+            warm_up = [name for name in DETECTORS
+                       if max(float(np.median([r[2] for r in runs[side][name]])) for side in SIDES) < WARM_UP_BELOW_S]
         rows = []
         for index, name in enumerate(DETECTORS):
             row = {"detector": name, "repeats": {side: len(runs[side][name]) for side in SIDES}}
@@ -675,9 +683,10 @@ def main(argv=None) -> int:
     parser.add_argument("--target-n-iter", type=int, default=80, help="... and this many guided probes")
     parser.add_argument("--n-landmarks", type=int, default=2000, help="fixed tuning: KPCA landmarks")
     parser.add_argument("--groups", default="none,global,class", help="comma-separated fit groups")
-    parser.add_argument("--repeats", type=int, default=5,
-                        help="baseline: rounds of alternating processes per side (median of all runs); a detector "
-                             "pair is left out of later rounds once it has taken 30 s")
+    parser.add_argument("--repeats", type=int, default=6,
+                        help="baseline: rounds of alternating processes per side (median of all runs; an even "
+                             "number puts each side first equally often); a detector pair is left out of later "
+                             "rounds once it has taken 30 s")
     parser.add_argument("--no-engine", action="store_true", help="skip the engine part")
     parser.add_argument("--fit-only", action="store_true",
                         help="engine: fit only, score nothing (for tuning runs; scoring does not depend on the budget)")
@@ -692,6 +701,7 @@ def main(argv=None) -> int:
     parser.add_argument("--baseline-data", help=argparse.SUPPRESS)
     parser.add_argument("--baseline-round", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--baseline-skip", default="[]", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline-warm-up", default="[]", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.threads:
         from threadpoolctl import threadpool_limits
@@ -701,7 +711,7 @@ def main(argv=None) -> int:
             import torch
             torch.set_num_threads(args.threads)
         baseline_side(args.baseline_side, Path(args.baseline_data), args.baseline_round,
-                      json.loads(args.baseline_skip))
+                      json.loads(args.baseline_skip), json.loads(args.baseline_warm_up))
         return 0
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
     unknown = set(groups) - set(GROUP_VARIANTS)

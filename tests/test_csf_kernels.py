@@ -598,7 +598,7 @@ def test_pnml_cholesky_inverse_and_eigen_pseudo_inverse_agree(monkeypatch):
     train, test = rng.normal(size=(300, 12)) + 0.5, rng.normal(size=(40, 12))
     weight, bias = rng.normal(size=(4, 12)), rng.normal(size=4)
     fast = pnml_fit(train)
-    monkeypatch.setattr(pnml, "MIN_RCOND", np.inf)
+    monkeypatch.setattr(pnml, "CONDITION_MARGIN", np.inf)
     eigen = pnml_fit(train)
     assert fast["plus_factor"].shape == eigen["plus_factor"].shape == (13, 13)
     assert fast["perp_factor"].shape == eigen["perp_factor"].shape == (13, 0)
@@ -606,3 +606,9 @@ def test_pnml_cholesky_inverse_and_eigen_pseudo_inverse_agree(monkeypatch):
     np.testing.assert_allclose(_projectors(fast)[0], _projectors(eigen)[0], rtol=1e-10, atol=1e-14)  # ... one P^+
     np.testing.assert_allclose(pnml_score(test, weight, bias, **fast), pnml_score(test, weight, bias, **eigen),
                                rtol=1e-6)
+
+
+def test_float32_unit_rows_of_float64_input_beyond_the_float32_range():
+    huge = np.array([[1e100, 1e100, 0.0], [3.0, 4.0, 0.0]])  # beyond float32, not float64
+    np.testing.assert_allclose(blocks.unit_rows(huge, np.float32), [[2**-0.5, 2**-0.5, 0.0], [0.6, 0.8, 0.0]],
+                               rtol=1e-7)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager
 from functools import cache
 
@@ -87,11 +87,15 @@ def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int 
         try:
             drain()
         finally:
-            # all threads finish before BLAS threads are restored; errors propagate.  A helper that has
-            # not started by now would find no slice left: cancelling it saves waiting for its wake-up
+            # a helper that has not started by now would find no slice left (or, after an error, must
+            # not start): cancelled, it is not waited for; the others finish before BLAS threads are
+            # restored, whatever happened
             for helper in helpers:
-                if not helper.cancel():
-                    helper.result()
+                helper.cancel()
+            wait(helpers)
+        for helper in helpers:
+            if not helper.cancelled():
+                helper.result()  # a helper's error propagates
 
 
 def sum_row_blocks(term: Callable[[slice], np.ndarray], n_rows: int, row_width: int = 1) -> np.ndarray:
@@ -120,20 +124,24 @@ def single_threaded_blas() -> AbstractContextManager:
 
 
 def unit_rows(x: np.ndarray, dtype: type = np.float64, out: np.ndarray | None = None) -> np.ndarray:
-    """Rows of ``x`` divided by their L2 norm (computed in float64), as ``dtype``; an all-zero row stays zero.
+    """Rows of ``x`` divided by their L2 norm (computed in float64), as ``dtype`` (float64 or
+    float32); an all-zero row stays zero.
 
     float64: the float64 quotient, written to ``out`` (an N×D float64 array, possibly a view) when
     given.  Other inputs are widened into it first: numpy's mixed-precision ufuncs cast every entry
-    and take twice as long.  float32: ``x`` times the float32 reciprocal of the norm, in float32
-    (two roundings of 2^-24 each; a mixed-precision division takes 1.7x as long), unless a
-    reciprocal exceeds the float32 range.
+    and take twice as long.  float32: ``x`` (rounded to float32) times the float32 reciprocal of the
+    norm, in float32 (two roundings of 2^-24 each; a mixed-precision division takes 1.7x as long)
+    while every reciprocal is a normal float32; otherwise the float64 quotient, rounded.
     """
     x = np.asarray(x)
     if dtype == np.float32:
         norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
-        inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        if inverse.max(initial=0.0) <= np.finfo(np.float32).max:
-            return np.multiply(x, inverse.astype(np.float32)[:, None], dtype=np.float32)
+        inverse = 1.0 / norms[norms > 0]
+        limits = np.finfo(np.float32)
+        # a norm <= 1/tiny also bounds every entry inside the float32 range (float64 input is rounded)
+        if np.all((inverse >= limits.tiny) & (inverse <= limits.max)):
+            scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0).astype(np.float32)
+            return np.multiply(x, scale[:, None], dtype=np.float32)
         return np.divide(x, norms[:, None], out=np.zeros(x.shape, np.float32), where=norms[:, None] > 0,
                          dtype=np.float64)
     out = np.empty(x.shape) if out is None else out

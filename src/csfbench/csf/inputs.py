@@ -4,9 +4,10 @@ Shapes: N samples, C classes, D feature dimensions, T dropout passes.  Logits ar
 C class outputs (Deep Gamblers' abstention output is kept separately in ``logits_full``).
 
 Features stay in their storage precision (float32, the feature-file contract): every kernel
-computes in float64 (or in its documented float32 products) whatever the input dtype, so a float64
-copy would only double the memory and the bandwidth of the largest arrays.  Logits, far smaller,
-are held as float64.
+computes in float64 (or in its documented float32 products) whatever the input dtype, widening
+row blocks, or one evaluation set at a time (Maha, GradNorm), where it needs float64, so a float64
+copy held for the whole run would only double the memory of the largest arrays.  Logits, far
+smaller, are held as float64.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Features are normalised and bias-augmented, ``x̃ = [1, h/||h||]`` (D+1).  Fit:
 ``Γ = log(sum_k q̂_k) / log C`` in [0, 1]; confidence = ``-Γ`` (higher = in-distribution, spec §2.3).
 
 The fitted state holds both projectors as lower-trapezoidal factors, ``P_plus = L Lᵀ`` and
-``P_perp = M Mᵀ``.  A safely invertible Gram matrix (:data:`MIN_RCOND`) has ``P^+ = P⁻¹``, with L
+``P_perp = M Mᵀ``.  A safely invertible Gram matrix (:data:`CONDITION_MARGIN`) has ``P^+ = P⁻¹``, with L
 from its Cholesky factor's triangular inverse, and ``P_perp = 0`` (M has no column).  Otherwise
 they come from the eigen-decomposition ``P = V Λ Vᵀ``: the pseudo-inverse keeps the eigenvalues above
 the cut-off, ``P_plus = V_r Λ_r⁻¹ V_rᵀ``, and ``P_perp = I - P^+ P = V_0 V_0ᵀ`` is the projector onto
@@ -16,9 +16,10 @@ about 5/8 of the products of a full one (:data:`TRIANGLE_BLOCKS`).
 
 Precision: the fit (the Gram matrix summed over the training set, its factorisation and the
 factors) is float64.  The per-row products of scoring, ``W x`` and ``x̃ᵀ L`` (the dominant cost),
-run in float32, pytorch-ood's precision; the quadratic forms, the softmax and the regret are
-float64.  A float32 product of a unit vector differs from the float64 one by about what rounding
-the features themselves to float32 (their storage precision, DESIGN.md) already changes: relative
+run in float32, pytorch-ood's precision (the squares of each column block are summed in float32,
+the blocks' sums in float64); the softmax and the regret are float64.  A float32 product of a
+unit vector differs from the float64 one by about what rounding the features themselves to
+float32 (their storage precision, DESIGN.md) already changes: relative
 1e-6 to 1e-5 in ``x̃ᵀP x̃`` on ill-conditioned training features (tested against the float64 rule),
 far below a change of ranking of real scores.  Float32 halves the products, and numpy's float32
 matmul releases the GIL, so the row blocks run on several threads (measured in
@@ -72,32 +73,33 @@ def pnml_fit(features: np.ndarray) -> dict[str, np.ndarray]:
                 "perp_factor": _trapezoidal(vectors[:, ~kept])}
 
 
-#: :func:`_inverse_factor` takes a Gram matrix as invertible when LAPACK's estimate of its reciprocal
-#: 1-norm condition number exceeds this.  The estimate is at most a small factor above the truth
-#: (Hager's method; a factor D+1 = 513 at worst), and cond_2 <= cond_1 for a symmetric matrix, so
-#: every eigenvalue then lies far above the pseudo-inverse's cut-off (D+1)·eps·λ_max (a condition
-#: number of 1/(513 eps) ≈ 9e12): P^+ = P^-1 and P_perp = 0.
-MIN_RCOND = 1e-9
+#: :func:`_inverse_factor` takes a Gram matrix as invertible when the bound ``‖P‖₁ · ‖M‖_F²`` on its
+#: condition number (``‖M‖_F² = tr P⁻¹ >= 1/λ_min`` and ``‖P‖₁ >= λ_max``) lies this factor below the
+#: pseudo-inverse's cut-off ``1 / ((D+1)·eps)`` (≈ 9e12 for D = 512): every eigenvalue is then kept,
+#: P^+ = P^-1 and P_perp = 0.  The bound exceeds the true condition number by at most (D+1)^1.5, so
+#: the eigen-decomposition also takes well-conditioned matrices of condition number above ~1e7.
+CONDITION_MARGIN = 100.0
 
 
 def _inverse_factor(gram: np.ndarray) -> np.ndarray | None:
-    """A lower-triangular M with ``M Mᵀ = gram⁻¹`` when the Gram matrix is safely invertible, else None.
+    """A lower-triangular M with ``M Mᵀ = gram⁻¹`` when the Gram matrix is safely invertible
+    (:data:`CONDITION_MARGIN`), else None.
 
     A Cholesky factorisation and a triangular inverse take a fifth of the eigen-decomposition's
     time.  With the reversal permutation J: ``J gram J = K Kᵀ`` (Cholesky) gives ``gram = U Uᵀ`` with
     ``U = J K J`` upper triangular, so ``gram⁻¹ = U⁻ᵀ U⁻¹`` and ``M = U⁻ᵀ = J K⁻ᵀ J`` is lower triangular.
     """
-    from scipy.linalg import lapack  # scipy exposes the condition estimate (pocon) and trtri; numpy does not
+    from scipy.linalg import lapack  # numpy has no triangular inverse
 
-    reversed_gram = np.ascontiguousarray(gram[::-1, ::-1])
-    factor, info = lapack.dpotrf(reversed_gram, lower=True, clean=True)
+    dim = len(gram)
+    factor, info = lapack.dpotrf(np.ascontiguousarray(gram[::-1, ::-1]), lower=True, clean=True)
     if info != 0:
-        return None
-    rcond, info = lapack.dpocon(factor, np.abs(gram).sum(axis=0).max(), uplo="L")
-    if info != 0 or not rcond > MIN_RCOND:
         return None
     inverse, info = lapack.dtrtri(factor, lower=True)
     if info != 0:
+        return None
+    bound = np.abs(gram).sum(axis=0).max() * np.einsum("ij,ij->", inverse, inverse)
+    if not bound < 1.0 / (CONDITION_MARGIN * dim * np.finfo(np.float64).eps):
         return None
     return np.ascontiguousarray(inverse.T[::-1, ::-1])
 
@@ -115,8 +117,9 @@ def _factor_blocks(factor: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray
 
 
 def _quadratic_form(unit: np.ndarray, blocks: list[tuple[int, np.ndarray, np.ndarray]]) -> np.ndarray:
-    """``x̃ᵀ L Lᵀ x̃`` per row (float64) for ``x̃ = [1, unit]`` (``unit`` n×D float32), with L's column
-    blocks from :func:`_factor_blocks`: ``x̃ᵀ L_J = L[0, J] + unit[:, s:] L[1+s:, J]``."""
+    """``x̃ᵀ L Lᵀ x̃`` per row for ``x̃ = [1, unit]`` (``unit`` n×D float32), with L's column blocks from
+    :func:`_factor_blocks`: ``x̃ᵀ L_J = L[0, J] + unit[:, s:] L[1+s:, J]``; each block's squares summed
+    in float32, the blocks added in float64."""
     total = np.zeros(len(unit))
     for first, head, lower in blocks:
         product = unit[:, first:] @ lower

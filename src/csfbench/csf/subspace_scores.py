@@ -14,8 +14,9 @@ Precision: everything summed over the training set (the second moment, its eigen
 means) is float64.  The per-row residual ``Rᵀ(h − u)`` (the dominant cost of fitting alpha and of
 scoring) is evaluated as ``Rᵀh − Rᵀu`` in float32, pytorch-ood's precision, on the features as
 stored: its error, about 2^-24 (‖h‖ + ‖u‖) per coordinate, is of the order of what rounding the
-features themselves to float32 (their storage precision, DESIGN.md) already changes, and is
-tested against the float64 rule.  Float32 halves the products and reads the float32 features
+features themselves to float32 (their storage precision, DESIGN.md) already changes as long as
+the origin u = −W⁺b is not far larger than the features (‖u‖ ≲ ‖h‖, the usual case of a small
+bias), and is tested against the float64 rule.  Float32 halves the products and reads the float32 features
 without a centred copy (measured in ``benchmarks/csf_engine.py``).
 
 The validation, blocking and eigen-decomposition helpers here are shared with
