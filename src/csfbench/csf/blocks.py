@@ -136,12 +136,11 @@ def unit_rows(x: np.ndarray, dtype: type = np.float64, out: np.ndarray | None = 
     x = np.asarray(x)
     if dtype == np.float32:
         norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
-        inverse = 1.0 / norms[norms > 0]
-        limits = np.finfo(np.float32)
+        inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        nonzero, limits = inverse[norms > 0], np.finfo(np.float32)
         # a norm <= 1/tiny also bounds every entry inside the float32 range (float64 input is rounded)
-        if np.all((inverse >= limits.tiny) & (inverse <= limits.max)):
-            scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0).astype(np.float32)
-            return np.multiply(x, scale[:, None], dtype=np.float32)
+        if np.all((nonzero >= limits.tiny) & (nonzero <= limits.max)):
+            return np.multiply(x, inverse.astype(np.float32)[:, None], dtype=np.float32)
         return np.divide(x, norms[:, None], out=np.zeros(x.shape, np.float32), where=norms[:, None] > 0,
                          dtype=np.float64)
     out = np.empty(x.shape) if out is None else out

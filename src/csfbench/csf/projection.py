@@ -168,7 +168,7 @@ def class_rec_confidence(features: np.ndarray, subspaces: ClassSubspaces) -> np.
     sb = _StackedBases.of(subspaces)
     out = np.empty((len(features), len(subspaces.means)))
     for start in range(0, len(features), CHUNK_ROWS):
-        h = features[start:start + CHUNK_ROWS].astype(np.float64)
+        h = features[start:start + CHUNK_ROWS].astype(np.float64, copy=False)
         h_sq = np.einsum("nd,nd->n", h, h)[:, None]
         out[start:start + len(h)] = sb.rec(h, h_sq, h @ subspaces.means.T, sb.segment_sum(sb.coordinates(h) ** 2))
     return out
@@ -201,7 +201,7 @@ def class_views(features: np.ndarray, pred: np.ndarray, subspaces: ClassSubspace
 
     for start in range(0, n, CHUNK_ROWS):
         rows = slice(start, min(start + CHUNK_ROWS, n))
-        h = features[rows].astype(np.float64)
+        h = features[rows].astype(np.float64, copy=False)
         coords = sb.coordinates(h)                                  # a_c for every class, rows × Σk
         a_sq = segment_sum(coords ** 2)                             # ‖a_c‖²
         h_sq = np.einsum("nd,nd->n", h, h)[:, None]
