@@ -18,7 +18,7 @@ from csfbench.csf.distance_scores import class_means, maha_fit, maha_score, max_
 from csfbench.csf.fdbd import fdbd
 from csfbench.csf.gradnorm import gradnorm
 from csfbench.csf.logit_scores import (EPS, energy, ge, gen, mls, msr, mutual_information, pce, pe, ren,
-                                       softmax)
+                                       row_max, softmax)
 from csfbench.csf.nnguide import nnguide_bank, nnguide_score
 from csfbench.csf.pnml import pnml_fit, pnml_score
 from csfbench.csf.subspace_scores import vim_fit, vim_score
@@ -103,6 +103,23 @@ def test_mls_and_energy_by_hand():
     assert energy(z) == pytest.approx([math.log(math.e**2 + 1 + math.e**-1)])
     assert energy(z, 2.0) == pytest.approx([2 * math.log(math.e + 1 + math.e**-0.5)])
     assert energy(np.array([[1000.0, 1000.0]]))[0] == pytest.approx(1000 + math.log(2))
+
+
+def test_row_max_matches_a_python_loop_on_every_layout():
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(7, 5))
+    z[2, 3] = np.nan
+    z[4] = -np.inf
+    for x in (z, z.astype(np.float32), z[:, ::2], z.T, z[:, :1], z[:0]):
+        got = row_max(x)
+        assert got.dtype == np.float64 and got.shape == (len(x),)
+        expected = [np.nan if np.isnan(row).any() else max(row) for row in x.tolist()]
+        np.testing.assert_array_equal(got, expected)
+    assert mls(z[:, ::2], 2.0)[0] == max(z[0, ::2]) / 2.0
+    with pytest.raises(ValueError, match="C >= 1"):
+        row_max(np.zeros((3, 0)))
+    with pytest.raises(ValueError, match="N×C"):
+        row_max(np.zeros(3))
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -303,7 +320,7 @@ def test_nnguide_bank_draws_like_the_authors():
     finally:
         np.random.set_state(state)
     expected = [h[i] / math.hypot(*h[i]) * math.log(sum(math.exp(v) for v in z[i])) for i in index]
-    assert bank.shape == (6, 3)
+    assert bank.shape == (6, 3) and bank.dtype == np.float32
     assert np.allclose(bank, expected)
     assert np.array_equal(bank, nnguide_bank(h, z, y, 3, alpha=0.5))  # deterministic
     assert not np.array_equal(bank, nnguide_bank(h, z, y, 3, alpha=0.5, seed=1))

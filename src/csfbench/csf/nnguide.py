@@ -7,8 +7,8 @@ Both factors grow for in-distribution inputs (energy-like), so the product is re
 (spec §2.3).  Shapes: ``features`` N×D, ``logits`` N×C, bank M×D.
 
 Precision: the similarities (an N×M product of unit vectors with the energy-scaled bank, the
-dominant cost) and their top-k selection run in float32, pytorch-ood's precision; the top-k mean,
-the LSE and the product are float64.  A similarity is a cosine (|·| <= 1) times a bank energy, so
+dominant cost) and their top-k selection run in float32, pytorch-ood's precision, so the bank is
+built in float64 and stored in float32; the top-k mean, the LSE and the product are float64.  A similarity is a cosine (|·| <= 1) times a bank energy, so
 float32 gives a relative error of about 1e-7 per similarity, far below any difference that
 changes a ranking of real scores, and halves the GEMM and cuts the partition ~10× (measured in
 ``benchmarks/csf_engine.py``).
@@ -27,7 +27,9 @@ NNGUIDE_SEED = 12345
 
 def nnguide_bank(features: np.ndarray, logits: np.ndarray, labels: np.ndarray, n_classes: int,
                  alpha: float, seed: int = NNGUIDE_SEED) -> np.ndarray:
-    """The energy-scaled bank of unit training features, M×D float64 (rows grouped by class).
+    """The energy-scaled bank of unit training features, M×D float32 (rows grouped by class),
+    computed in float64 and rounded once to the precision the similarities use (module docstring),
+    so that scoring reads it without a conversion per call and ``fit.h5`` holds half the bytes.
 
     The draw is ``np.random.RandomState(seed).choice(indices_of_class_c, n_c, replace=False)`` for
     c = 0..C-1 in order, skipping classes without samples, which reproduces the authors' sequence of
@@ -46,7 +48,13 @@ def nnguide_bank(features: np.ndarray, logits: np.ndarray, labels: np.ndarray, n
             chosen.append(rng.choice(members, size=min(per_class, len(members)), replace=False))
     index = np.concatenate(chosen)
     energies = energy(np.asarray(logits)[index])  # LSE(z): the energy score at T = 1
-    return unit_rows(features[index]) * energies[:, None]
+    bank = np.empty((len(index), features.shape[1]), dtype=np.float32)
+
+    def block(rows):  # float64 temporaries of one block only, rounded once into the bank
+        np.multiply(unit_rows(features[index[rows]]), energies[rows, None], out=bank[rows], casting="same_kind")
+
+    map_row_blocks(block, len(index), features.shape[1])
+    return bank
 
 
 def nnguide_score(features: np.ndarray, logits: np.ndarray, bank: np.ndarray, k: int) -> np.ndarray:
@@ -65,8 +73,8 @@ def nnguide_score(features: np.ndarray, logits: np.ndarray, bank: np.ndarray, k:
 
     def block(rows):
         similarities = unit_rows(features[rows], np.float32) @ bank_t
-        top = np.partition(similarities, n_bank - k, axis=1)[:, n_bank - k:]
-        np.mean(top, axis=1, dtype=np.float64, out=guidance[rows])
+        similarities.partition(n_bank - k, axis=1)  # in place: np.partition would first copy the block
+        np.mean(similarities[:, n_bank - k:], axis=1, dtype=np.float64, out=guidance[rows])
 
     map_row_blocks(block, len(features), max(n_bank, features.shape[1]))
     return energy(logits) * guidance  # LSE(z): the energy score at T = 1

@@ -241,4 +241,4 @@ def neco_score(features, logits, mean, components, centered: bool) -> np.ndarray
             h = h - mean
         full = np.maximum(np.linalg.norm(h, axis=1), np.finfo(np.float64).tiny)
         ratio[rows] = np.linalg.norm(h @ components.T, axis=1) / full
-    return ratio * logits.max(axis=1)
+    return ratio * mls(logits)
