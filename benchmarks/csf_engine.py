@@ -542,6 +542,7 @@ def run_baseline(splits: dict[str, SplitData], ctx: ModelContext, rounds: int, t
         folder = Path(tmp)
         _save_data(folder, splits, ctx, temperature)
         runs = {side: {name: [] for name in DETECTORS} for side in SIDES}
+        round_medians = {side: {name: [] for name in DETECTORS} for side in SIDES}  # None: not run that round
         increments = {side: dict.fromkeys(DETECTORS, 0.0) for side in SIDES}
         skip: list[str] = []
         warm_up = list(DETECTORS)
@@ -550,9 +551,14 @@ def run_baseline(splits: dict[str, SplitData], ctx: ModelContext, rounds: int, t
                 subprocess.run([sys.executable, __file__, "--baseline-side", side, "--baseline-data", str(folder),
                                 "--baseline-round", str(round_), "--baseline-skip", json.dumps(skip),
                                 "--baseline-warm-up", json.dumps(warm_up), "--threads", str(threads)], check=True)
-                for name, entry in json.loads((folder / f"{side}.{round_}.json").read_text()).items():
-                    runs[side][name] += entry["runs"]
-                    increments[side][name] = max(increments[side][name], entry["increment_gb"])
+                report = json.loads((folder / f"{side}.{round_}.json").read_text())
+                for name in DETECTORS:
+                    entry = report.get(name)
+                    round_medians[side][name].append(
+                        None if entry is None else float(np.median([r[2] for r in entry["runs"]])))
+                    if entry is not None:
+                        runs[side][name] += entry["runs"]
+                        increments[side][name] = max(increments[side][name], entry["increment_gb"])
             skip = [name for name in DETECTORS
                     if sum(r[2] for side in SIDES for r in runs[side][name]) > SLOW_PAIR_S]
             warm_up = [name for name in DETECTORS
@@ -565,11 +571,15 @@ def run_baseline(splits: dict[str, SplitData], ctx: ModelContext, rounds: int, t
                 row[side] = {"fit_s": median[0], "score_s": median[1], "total_s": median[2],
                              "runs_s": [r[2] for r in runs[side][name]], "increment_gb": increments[side][name]}
             row["ratio"] = row["ours"]["total_s"] / row["theirs"]["total_s"]
+            paired = [(o, t) for o, t in zip(*(round_medians[side][name] for side in SIDES))
+                      if o is not None and t is not None]
+            row["rounds"] = {"ours_no_slower": sum(o <= t for o, t in paired), "both_ran": len(paired)}
             row["spearman"] = float(spearmanr(*(np.load(folder / f"{side}.{index}.npy") for side in SIDES)).statistic)
             rows.append(row)
             print(f"  {name:22s} ours {row['ours']['total_s']:8.3f} s  pytorch-ood {row['theirs']['total_s']:8.3f} s"
                   f"  ratio {row['ratio']:6.3f}  spearman {row['spearman']:.4f}  runs {row['repeats']['ours']}"
-                  f"/{row['repeats']['theirs']}", flush=True)
+                  f"/{row['repeats']['theirs']}  rounds ours <= theirs {row['rounds']['ours_no_slower']}"
+                  f"/{row['rounds']['both_ran']}", flush=True)
     return rows
 
 
@@ -658,13 +668,14 @@ def markdown(result: dict) -> str:
             out.append(f"\nundefined: {eng['undefined']}")
     if result.get("baseline"):
         out.append("\n| ours / pytorch-ood | ours fit + score s | pytorch-ood fit + score s | ratio | Spearman "
-                   "| runs |")
-        out.append("|---|---|---|---|---|---|")
+                   "| runs | rounds with ours' median <= theirs |")
+        out.append("|---|---|---|---|---|---|---|")
         for row in result["baseline"]:
             o, t = row["ours"], row["theirs"]
             out.append(f"| {row['detector']} | {o['fit_s']:.3f} + {o['score_s']:.3f} | {t['fit_s']:.3f} + "
                        f"{t['score_s']:.3f} | {row['ratio']:.3f} | {row['spearman']:.4f} | "
-                       f"{row['repeats']['ours']} / {row['repeats']['theirs']} |")
+                       f"{row['repeats']['ours']} / {row['repeats']['theirs']} | "
+                       f"{row['rounds']['ours_no_slower']} / {row['rounds']['both_ran']} |")
     out.append("\n| target | measured | verdict |")
     out.append("|---|---|---|")
     out.extend(f"| {a} | {b} | {c} |" for a, b, c in targets(result))
