@@ -6,6 +6,8 @@ Nyström), scikit-learn's PCA and RBF kernel, and pytorch-ood's ViM.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.linalg import cholesky, solve_triangular
@@ -425,6 +427,7 @@ _LABELS = np.repeat(np.arange(3), [9, 10, 1])
     (lambda: ss.residual_score(_H[:, :5], np.zeros(6), np.eye(6)[:, 3:]), "6 columns"),
     (lambda: ss.neco_fit(_H[:1]), "at least 2 rows"),
     (lambda: ss.neco_fit(_NAN), "NaN"),
+    (lambda: ss.neco_fit(_H * 1e200), "too large"),
     (lambda: ss.neco_score(_H, _Z[:, :2] * np.nan, _H.mean(0), np.eye(6)[:2], True), "NaN"),
     (lambda: ss.principal_dim(1), "feature_dim"),
     (lambda: kpca.kpca_fit(_H[:1], _E[:1], 0.5, 10, 0.9), "at least 2 rows"),
@@ -440,5 +443,7 @@ _LABELS = np.repeat(np.arange(3), [9, 10, 1])
                                      np.full(20, 3)), "pred"),
 ])
 def test_bad_input_raises_value_error(call, message):
-    with pytest.raises(ValueError, match=message):
-        call()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the ValueError names the problem; no numpy RuntimeWarning comes first
+        with pytest.raises(ValueError, match=message):
+            call()

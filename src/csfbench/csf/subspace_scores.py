@@ -42,7 +42,12 @@ def _finite(x: np.ndarray, name: str) -> np.ndarray:
     row_sums = x
     if x.ndim == 2:
         row_sums, ones = np.empty(x.shape[0]), np.ones(x.shape[1], dtype=x.dtype)
-        map_row_blocks(lambda rows: np.copyto(row_sums[rows], x[rows] @ ones), x.shape[0], x.shape[1])
+
+        def block(rows):
+            with np.errstate(over="ignore", invalid="ignore"):  # errstate is per thread
+                np.copyto(row_sums[rows], x[rows] @ ones)
+
+        map_row_blocks(block, x.shape[0], x.shape[1])
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(row_sums.sum()):
             return x
@@ -103,8 +108,9 @@ def eigh_descending(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
     """Σ_i (h_i − o)(h_i − o)ᵀ (D×D, float64), accumulated in row blocks (on several threads)."""
     def term(rows):
-        centred = np.subtract(features[rows], origin, dtype=np.float64)
-        return np.dot(centred.T, centred)  # np.dot of a transposed self-product uses BLAS syrk
+        with np.errstate(over="ignore", invalid="ignore"):  # the callers check the result (finite_from)
+            centred = np.subtract(features[rows], origin, dtype=np.float64)
+            return np.dot(centred.T, centred)  # np.dot of a transposed self-product uses BLAS syrk
 
     return sum_row_blocks(term, features.shape[0], features.shape[1])
 
@@ -135,9 +141,10 @@ def _residual_norm(features: np.ndarray, origin: np.ndarray, basis: np.ndarray) 
     offset = (origin @ basis).astype(np.float32)
 
     def block(rows):
-        projected = features[rows].astype(np.float32, copy=False) @ basis32
-        projected -= offset
-        np.sqrt(np.einsum("ij,ij->i", projected, projected), out=norms[rows])
+        with np.errstate(over="ignore", invalid="ignore"):  # the callers check the result (finite_from)
+            projected = features[rows].astype(np.float32, copy=False) @ basis32
+            projected -= offset
+            np.sqrt(np.einsum("ij,ij->i", projected, projected), out=norms[rows])
 
     map_row_blocks(block, features.shape[0], features.shape[1])
     return norms
@@ -215,7 +222,7 @@ def neco_fit(features, n_components: int = 100) -> dict[str, np.ndarray]:
         raise ValueError(f"n_components must be >= 1, got {n_components}")
     n, dim = features.shape
     mean = features.mean(axis=0, dtype=np.float64)
-    _, vectors = eigh_descending(scatter_about(features, mean))
+    _, vectors = eigh_descending(finite_from(scatter_about(features, mean), features, "features"))
     d = min(n_components, n, dim)
     return {"mean": mean, "components": np.ascontiguousarray(vectors[:, :d].T)}
 
