@@ -11,7 +11,10 @@ float64.  Arithmetic runs in row blocks (on several threads:
 Fitted states are dicts of numpy arrays (HDF5-storable).
 
 Precision: everything summed over the training set (the second moment, its eigenvectors, alpha's
-means) is float64.  The per-row residual ``Rᵀ(h − u)`` (the dominant cost of fitting alpha and of
+means) is float64.  The eigenvalue gap at Dp can be tiny (4.4e-8 of the largest eigenvalue on the
+benchmark's features), and a float32 second moment, as pytorch-ood forms it, then moved the residual
+norms by up to 1.7e-3 relative, 44,000× what rounding the features to float32 moves them
+(``docs/benchmarks.md``, parity round 3).  The per-row residual ``Rᵀ(h − u)`` (the dominant cost of fitting alpha and of
 scoring) is evaluated as ``Rᵀh − Rᵀu`` in float32, pytorch-ood's precision, on the features as
 stored: its error, about 2^-24 (‖h‖ + ‖u‖) per coordinate, is of the order of what rounding the
 features themselves to float32 (their storage precision, DESIGN.md) already changes as long as
