@@ -8,10 +8,10 @@ Both factors grow for in-distribution inputs (energy-like), so the product is re
 
 Precision: the similarities (an N×M product of unit vectors with the energy-scaled bank, the
 dominant cost) and their top-k selection run in float32, pytorch-ood's precision, so the bank is
-built in float64 and stored in float32; the top-k mean, the LSE and the product are float64.  A similarity is a cosine (|·| <= 1) times a bank energy, so
-float32 gives a relative error of about 1e-7 per similarity, far below any difference that
-changes a ranking of real scores, and halves the GEMM and cuts the partition ~10× (measured in
-``benchmarks/csf_engine.py``).
+built in float64 and stored in float32; the top-k mean, the LSE and the product are float64. A
+similarity is a cosine (|·| <= 1) times a bank energy, so float32 gives a relative error of about
+1e-7 per similarity, far below any difference that changes a ranking of real scores, and halves the
+GEMM and cuts the partition ~10× (measured in ``benchmarks/csf_engine.py``).
 """
 from __future__ import annotations
 

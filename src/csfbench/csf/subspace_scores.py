@@ -11,16 +11,16 @@ float64.  Arithmetic runs in row blocks (on several threads:
 Fitted states are dicts of numpy arrays (HDF5-storable).
 
 Precision: everything summed over the training set (the second moment, its eigenvectors, alpha's
-means) is float64.  The eigenvalue gap at Dp can be tiny (4.4e-8 of the largest eigenvalue on the
+means) is float64. The eigenvalue gap at Dp can be tiny (4.4e-8 of the largest eigenvalue on the
 benchmark's features), and a float32 second moment, as pytorch-ood forms it, then moved the residual
 norms by up to 1.7e-3 relative, 44,000× what rounding the features to float32 moves them
-(``docs/benchmarks.md``, parity round 3).  The per-row residual ``Rᵀ(h − u)`` (the dominant cost of fitting alpha and of
-scoring) is evaluated as ``Rᵀh − Rᵀu`` in float32, pytorch-ood's precision, on the features as
-stored: its error, about 2^-24 (‖h‖ + ‖u‖) per coordinate, is of the order of what rounding the
-features themselves to float32 (their storage precision, DESIGN.md) already changes as long as
-the origin u = −W⁺b is not far larger than the features (‖u‖ ≲ ‖h‖, the usual case of a small
-bias), and is tested against the float64 rule.  Float32 halves the products and reads the float32 features
-without a centred copy (measured in ``benchmarks/csf_engine.py``).
+(``docs/benchmarks.md``, parity round 3). The per-row residual ``Rᵀ(h − u)`` (the dominant cost of
+fitting alpha and of scoring) is evaluated as ``Rᵀh − Rᵀu`` in float32, pytorch-ood's precision, on
+the features as stored: its error, about 2^-24 (‖h‖ + ‖u‖) per coordinate, is of the order of what
+rounding the features themselves to float32 (their storage precision, DESIGN.md) already changes as
+long as the origin u = −W⁺b is not far larger than the features (‖u‖ ≲ ‖h‖, the usual case of a
+small bias), and is tested against the float64 rule. Float32 halves the products and reads the
+float32 features without a centred copy (measured in ``benchmarks/csf_engine.py``).
 
 The validation, blocking and eigen-decomposition helpers here are shared with
 :mod:`csfbench.csf.kpca`.
