@@ -551,6 +551,16 @@ def test_map_row_blocks_covers_every_row_once_on_threads(monkeypatch):
     assert total.tolist() == [sum(range(0, 50, 5))]
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_fixed_row_blocks_do_not_depend_on_the_thread_count(monkeypatch, threads):
+    monkeypatch.setattr(blocks, "thread_count", lambda: threads)
+    seen = []
+    blocks.map_row_blocks(lambda rows: seen.append((rows.start, rows.stop)), 50, block_rows=20)
+    assert sorted(seen) == [(0, 20), (20, 40), (40, 50)]
+    total = blocks.sum_row_blocks(lambda rows: np.array([float(rows.stop)]), 50, block_rows=20)
+    assert total.tolist() == [20.0 + 40.0 + 50.0]
+
+
 def test_threaded_scores_equal_serial(monkeypatch):
     """Every kernel that runs on :func:`blocks.map_row_blocks` or :func:`blocks.sum_row_blocks` gives the
     same fits and scores on 3 threads with small blocks as serially (float32 inputs included)."""

@@ -56,9 +56,14 @@ def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="csf-blocks")
 
 
-def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int = 1) -> None:
+def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int = 1,
+                   block_rows: int | None = None) -> None:
     """Call ``kernel(rows)`` once for every slice of a cover of ``range(n_rows)``; the kernel stores
     its own results (e.g. into ``out[rows]`` of an array the caller allocated).
+
+    ``block_rows`` fixes the slices to ``[0, block_rows), [block_rows, 2 block_rows), ...`` whatever the
+    thread count (for kernels whose rounding depends on the block bounds); by default they are sized
+    as follows.
 
     With T = the current BLAS thread count > 1 the slices are taken by T threads (the caller's among
     them) while BLAS is limited to one thread, so a kernel's matrix products run one per thread
@@ -69,21 +74,22 @@ def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int 
     Kernels of different blocks must not write to the same memory.
     """
     threads = thread_count()
-    if threads <= 1 or n_rows <= MIN_THREAD_BLOCK_ROWS:
+    if block_rows is None and (threads <= 1 or n_rows <= MIN_THREAD_BLOCK_ROWS):
         for rows in row_blocks(n_rows, row_width):
             kernel(rows)
         return
-    size = max(1, min(MAX_BLOCK_ROWS, MAX_BLOCK_ENTRIES // (max(row_width, 1) * threads),
-                      max(MIN_THREAD_BLOCK_ROWS, -(-n_rows // (BLOCKS_PER_THREAD * threads)))))
-    slices = iter([slice(start, min(start + size, n_rows)) for start in range(0, n_rows, size)])
+    size = block_rows or max(1, min(MAX_BLOCK_ROWS, MAX_BLOCK_ENTRIES // (max(row_width, 1) * threads),
+                                    max(MIN_THREAD_BLOCK_ROWS, -(-n_rows // (BLOCKS_PER_THREAD * threads)))))
+    slices = [slice(start, min(start + size, n_rows)) for start in range(0, n_rows, size)]
+    pending = iter(slices)
 
     def drain() -> None:
         # next() on a list iterator is atomic under the GIL, so every slice goes to exactly one thread
-        for rows in slices:
+        for rows in pending:
             kernel(rows)
 
     with single_threaded_blas():
-        helpers = [_pool().submit(drain) for _ in range(threads - 1)]
+        helpers = [_pool().submit(drain) for _ in range(min(threads, len(slices)) - 1)]
         try:
             drain()
         finally:
@@ -98,10 +104,12 @@ def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int 
                 helper.result()  # a helper's error propagates
 
 
-def sum_row_blocks(term: Callable[[slice], np.ndarray], n_rows: int, row_width: int = 1) -> np.ndarray:
+def sum_row_blocks(term: Callable[[slice], np.ndarray], n_rows: int, row_width: int = 1,
+                   block_rows: int | None = None) -> np.ndarray:
     """``sum over the blocks of term(rows)`` (float64 arrays of one shape; n_rows >= 1), for the
-    blocks of :func:`map_row_blocks`, added in row order whatever the threads' timing, so the rounding is
-    the same in every run with the same thread count."""
+    blocks of :func:`map_row_blocks` (``block_rows`` as there), added in row order whatever the
+    threads' timing, so the rounding is the same in every run with the same thread count, or in
+    every run at all with fixed ``block_rows``."""
     pending: dict[int, tuple[int, np.ndarray]] = {}
     total: list = [0, None]  # start of the next block to add, running sum
     lock = threading.Lock()
@@ -114,7 +122,7 @@ def sum_row_blocks(term: Callable[[slice], np.ndarray], n_rows: int, row_width: 
                 total[0], part = pending.pop(total[0])
                 total[1] = part if total[1] is None else np.add(total[1], part, out=total[1])
 
-    map_row_blocks(block, n_rows, row_width)
+    map_row_blocks(block, n_rows, row_width, block_rows)
     return total[1]
 
 

@@ -10,17 +10,23 @@ float64.  Arithmetic runs in row blocks (on several threads:
 :func:`csfbench.csf.blocks.map_row_blocks`) so that the copies stay bounded for large N.
 Fitted states are dicts of numpy arrays (HDF5-storable).
 
-Precision: everything summed over the training set (the second moment, its eigenvectors, alpha's
-means) is float64. The eigenvalue gap at Dp can be tiny (4.4e-8 of the largest eigenvalue on the
-benchmark's features), and a float32 second moment, as pytorch-ood forms it, then moved the residual
-norms by up to 1.7e-3 relative, 44,000× what rounding the features to float32 moves them
-(``docs/benchmarks.md``, parity round 3). The per-row residual ``Rᵀ(h − u)`` (the dominant cost of
-fitting alpha and of scoring) is evaluated as ``Rᵀh − Rᵀu`` in float32, pytorch-ood's precision, on
-the features as stored: its error, about 2^-24 (‖h‖ + ‖u‖) per coordinate, is of the order of what
-rounding the features themselves to float32 (their storage precision, DESIGN.md) already changes as
-long as the origin u = −W⁺b is not far larger than the features (‖u‖ ≲ ‖h‖, the usual case of a
-small bias), and is tested against the float64 rule. Float32 halves the products and reads the
-float32 features without a centred copy (measured in ``benchmarks/csf_engine.py``).
+Precision: the matrix products run in float32, the features' storage precision (DESIGN.md), on the
+features as stored; everything summed over rows, the means, centres and eigenvectors are float64.
+- The second moment (:func:`scatter_about`): float32 products of row blocks centred on their own
+  mean, plus the float64 remainder for the centre.  A float32 product about u, as pytorch-ood forms
+  it, is rounded relative to the mean term, which dwarfs the spread.  The residual subspace is
+  sensitive: on the benchmark's features the eigenvalue gap at Dp is 4.4e-8 of the largest
+  eigenvalue, 1e-3 of the eigenvalue there).  There the block-centred second moment moves the
+  residual norms by at most 2.2e-5 relative (median 8.7e-7), against 1.7e-3 for pytorch-ood's,
+  and 5e-4 to 3e-3 (medians 2e-5 to 8e-5) for dropping one of the 50,000 training rows (8 tried):
+  the numerical error is far below the fit's own sensitivity to its data (``docs/benchmarks.md``,
+  parity round 4).
+- The per-row residual ``Rᵀ(h − u)`` (the dominant cost of fitting alpha and of scoring) is
+  evaluated as ``Rᵀh − Rᵀu``, without a centred copy: its error, about 2^-24 (‖h‖ + ‖u‖) per
+  coordinate, is of the order of what rounding the features themselves to float32 already changes
+  as long as the origin u = −W⁺b is not far larger than the features (‖u‖ ≲ ‖h‖, the usual case
+  of a small bias), and is tested against the float64 rule.
+Float32 halves the time of the products (measured in ``benchmarks/csf_engine.py``).
 
 The validation, blocking and eigen-decomposition helpers here are shared with
 :mod:`csfbench.csf.kpca`.
@@ -36,6 +42,8 @@ from csfbench.csf.logit_scores import energy, mls
 #: undefined); the float32 residual products leave rounding noise of about 2^-24 (‖h‖ + ‖u‖), and
 #: ‖h‖ <= ‖h − u‖ + ‖u‖
 RESIDUAL_RTOL = 1e-5
+#: rows per block of :func:`scatter_about`'s float32 products
+SCATTER_BLOCK_ROWS = 2048
 
 
 def _finite(x: np.ndarray, name: str) -> np.ndarray:
@@ -109,13 +117,36 @@ def eigh_descending(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
-    """Σ_i (h_i − o)(h_i − o)ᵀ (D×D, float64), accumulated in row blocks (on several threads)."""
+    """Σ_i (h_i − o)(h_i − o)ᵀ over the rows h_i of ``features`` (D×D, float64).
+
+    Fixed blocks of :data:`SCATTER_BLOCK_ROWS` rows (on several threads) are each centred on an
+    approximate mean m of their own, and their products Σ c cᵀ, c = h − m, run in float32, half the
+    time of float64.  The remainder for the centre, (Σc)(m − o)ᵀ + (m − o)(Σc)ᵀ + n(m − o)(m − o)ᵀ,
+    and the sum over the blocks are float64.  Centring takes the mean, the largest term, out of the
+    float32 rounding (module docstring, "Precision"); the fixed blocks make the result the same on
+    any number of threads.
+    """
+    n_rows, dim = features.shape
+    ones = np.ones(min(SCATTER_BLOCK_ROWS, n_rows), dtype=np.float32)
+    # per block: the float64 vectors (Σc + n(m − o)/2) and (m − o), whose outer products make the remainder
+    sums, shifts = np.empty((2, -(-n_rows // SCATTER_BLOCK_ROWS), dim))
+
     def term(rows):
         with np.errstate(over="ignore", invalid="ignore"):  # the callers check the result (finite_from)
-            centred = np.subtract(features[rows], origin, dtype=np.float64)
-            return np.dot(centred.T, centred)  # np.dot of a transposed self-product uses BLAS syrk
+            block = features[rows].astype(np.float32, copy=False)
+            n, i = block.shape[0], rows.start // SCATTER_BLOCK_ROWS
+            centre = ones[:n] @ block / np.float32(n)
+            centred = block - centre
+            shifts[i] = centre - origin
+            sums[i] = ones[:n] @ centred + 0.5 * n * shifts[i]
+            return np.dot(centred.T, centred).astype(np.float64)  # np.dot of a transposed self-product uses BLAS syrk
 
-    return sum_row_blocks(term, features.shape[0], features.shape[1])
+    total = sum_row_blocks(term, n_rows, dim, block_rows=SCATTER_BLOCK_ROWS)
+    with np.errstate(over="ignore", invalid="ignore"), single_threaded_blas():
+        remainder = sums.T @ shifts
+        total += remainder
+        total += remainder.T
+    return total
 
 
 def principal_dim(feature_dim: int) -> int:
