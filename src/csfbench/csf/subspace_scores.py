@@ -11,12 +11,12 @@ float64.  Arithmetic runs in row blocks (on several threads:
 Fitted states are dicts of numpy arrays (HDF5-storable).
 
 Precision: the matrix products run in float32, the features' storage precision (DESIGN.md), on the
-features as stored; everything summed over rows, the means, centres and eigenvectors are float64.
+features as stored; the sums over rows and blocks, alpha's means and the eigenvectors are float64.
 - The second moment (:func:`scatter_about`): float32 products of row blocks centred on their own
   mean, plus the float64 remainder for the centre.  A float32 product about u, as pytorch-ood forms
   it, is rounded relative to the mean term, which dwarfs the spread.  The residual subspace is
   sensitive: on the benchmark's features the eigenvalue gap at Dp is 4.4e-8 of the largest
-  eigenvalue, 1e-3 of the eigenvalue there).  There the block-centred second moment moves the
+  eigenvalue, 1e-3 of the eigenvalue there.  There the block-centred second moment moves the
   residual norms by at most 2.2e-5 relative (median 8.7e-7), against 1.7e-3 for pytorch-ood's,
   and 5e-4 to 3e-3 (medians 2e-5 to 8e-5) for dropping one of the 50,000 training rows (8 tried):
   the numerical error is far below the fit's own sensitivity to its data (``docs/benchmarks.md``,
