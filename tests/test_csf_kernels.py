@@ -559,6 +559,8 @@ def test_fixed_row_blocks_do_not_depend_on_the_thread_count(monkeypatch, threads
     assert sorted(seen) == [(0, 20), (20, 40), (40, 50)]
     total = blocks.sum_row_blocks(lambda rows: np.array([float(rows.stop)]), 50, block_rows=20)
     assert total.tolist() == [20.0 + 40.0 + 50.0]
+    with pytest.raises(ValueError, match="block_rows must be >= 1, got 0"):
+        blocks.map_row_blocks(lambda rows: None, 50, block_rows=0)
 
 
 def test_threaded_scores_equal_serial(monkeypatch):

@@ -135,6 +135,20 @@ def test_scatter_float32_products_are_centred_per_block_and_thread_independent(m
     assert np.array_equal(ss.scatter_about(features, origin), serial)
 
 
+@pytest.mark.parametrize("dtype, scale", [(np.float32, 1e-25), (np.float32, 1e30), (np.float64, 1e-100),
+                                          (np.float64, 1e100)])
+def test_scatter_keeps_the_range_of_its_input(dtype, scale):
+    """Blocks whose float32 products would overflow or fall into subnormals are scaled by a power of
+    two first: tiny and huge features keep the float32 accuracy of unit-scale ones."""
+    rng = np.random.default_rng(13)
+    features = (rng.normal(size=(3000, 8)) * np.linspace(2, 0.1, 8) + 4.0) * scale
+    features, origin = features.astype(dtype), rng.normal(size=8) * scale
+    exact = features.astype(np.float64) - origin
+    exact = exact.T @ exact
+    centred = features - features.mean(axis=0, dtype=np.float64)
+    assert np.abs(ss.scatter_about(features, origin) - exact).max() <= 1e-6 * np.abs(centred.T @ centred).max()
+
+
 def test_float32_inputs_give_the_float64_results():
     rng = np.random.default_rng(2)
     features = rng.normal(size=(40, 6)).astype(np.float32)

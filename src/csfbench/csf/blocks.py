@@ -61,9 +61,9 @@ def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int 
     """Call ``kernel(rows)`` once for every slice of a cover of ``range(n_rows)``; the kernel stores
     its own results (e.g. into ``out[rows]`` of an array the caller allocated).
 
-    ``block_rows`` fixes the slices to ``[0, block_rows), [block_rows, 2 block_rows), ...`` whatever the
-    thread count (for kernels whose rounding depends on the block bounds); by default they are sized
-    as follows.
+    ``block_rows`` (>= 1) fixes the slices to ``[0, block_rows), [block_rows, 2 block_rows), ...``
+    whatever the thread count (for kernels whose rounding depends on the block bounds), taken by as
+    many threads as described next; by default the slices are sized as follows.
 
     With T = the current BLAS thread count > 1 the slices are taken by T threads (the caller's among
     them) while BLAS is limited to one thread, so a kernel's matrix products run one per thread
@@ -73,14 +73,17 @@ def map_row_blocks(kernel: Callable[[slice], None], n_rows: int, row_width: int 
     is below :data:`MIN_THREAD_BLOCK_ROWS`.  With T = 1 the kernel runs on :func:`row_blocks`.
     Kernels of different blocks must not write to the same memory.
     """
+    if block_rows is not None and block_rows < 1:
+        raise ValueError(f"block_rows must be >= 1, got {block_rows}")
     threads = thread_count()
     if block_rows is None and (threads <= 1 or n_rows <= MIN_THREAD_BLOCK_ROWS):
         for rows in row_blocks(n_rows, row_width):
             kernel(rows)
         return
-    size = block_rows or max(1, min(MAX_BLOCK_ROWS, MAX_BLOCK_ENTRIES // (max(row_width, 1) * threads),
-                                    max(MIN_THREAD_BLOCK_ROWS, -(-n_rows // (BLOCKS_PER_THREAD * threads)))))
-    slices = [slice(start, min(start + size, n_rows)) for start in range(0, n_rows, size)]
+    if block_rows is None:
+        block_rows = max(1, min(MAX_BLOCK_ROWS, MAX_BLOCK_ENTRIES // (max(row_width, 1) * threads),
+                                max(MIN_THREAD_BLOCK_ROWS, -(-n_rows // (BLOCKS_PER_THREAD * threads)))))
+    slices = [slice(start, min(start + block_rows, n_rows)) for start in range(0, n_rows, block_rows)]
     pending = iter(slices)
 
     def drain() -> None:

@@ -10,8 +10,9 @@ float64.  Arithmetic runs in row blocks (on several threads:
 :func:`csfbench.csf.blocks.map_row_blocks`) so that the copies stay bounded for large N.
 Fitted states are dicts of numpy arrays (HDF5-storable).
 
-Precision: the matrix products run in float32, the features' storage precision (DESIGN.md), on the
-features as stored; the sums over rows and blocks, alpha's means and the eigenvectors are float64.
+Precision: the matrix products run in float32 (BLAS, accumulating in float32 within a row block),
+the features' storage precision (DESIGN.md); float64 features are rounded to float32 for them. The
+sums over the blocks, alpha's means and the eigenvectors are float64.
 - The second moment (:func:`scatter_about`): float32 products of row blocks centred on their own
   mean, plus the float64 remainder for the centre.  A float32 product about u, as pytorch-ood forms
   it, is rounded relative to the mean term, which dwarfs the spread.  The residual subspace is
@@ -44,6 +45,9 @@ from csfbench.csf.logit_scores import energy, mls
 RESIDUAL_RTOL = 1e-5
 #: rows per block of :func:`scatter_about`'s float32 products
 SCATTER_BLOCK_ROWS = 2048
+#: :func:`scatter_about` multiplies a block whose largest magnitude lies in this range as it is: its
+#: float32 products neither overflow nor lose entries down to 2^-24 of that magnitude to subnormals
+UNSCALED_PEAK = (2.0**-39, 2.0**50)
 
 
 def _finite(x: np.ndarray, name: str) -> np.ndarray:
@@ -120,11 +124,13 @@ def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
     """Σ_i (h_i − o)(h_i − o)ᵀ over the rows h_i of ``features`` (D×D, float64).
 
     Fixed blocks of :data:`SCATTER_BLOCK_ROWS` rows (on several threads) are each centred on an
-    approximate mean m of their own, and their products Σ c cᵀ, c = h − m, run in float32, half the
-    time of float64.  The remainder for the centre, (Σc)(m − o)ᵀ + (m − o)(Σc)ᵀ + n(m − o)(m − o)ᵀ,
-    and the sum over the blocks are float64.  Centring takes the mean, the largest term, out of the
-    float32 rounding (module docstring, "Precision"); the fixed blocks make the result the same on
-    any number of threads.
+    approximate mean m of their own, and their products Σ c cᵀ, c = h − m, and sums Σc run in
+    float32 (BLAS), half the time of float64; float64 features are rounded to float32 for them.
+    The remainder for the centre, (Σc)(m − o)ᵀ + (m − o)(Σc)ᵀ + n(m − o)(m − o)ᵀ, and the sum
+    over the blocks are float64.  Centring takes the mean, the largest term, out of the float32
+    rounding (module docstring, "Precision"); a block outside :data:`UNSCALED_PEAK` is scaled by a
+    power of two first, so the range is float64's; the fixed blocks give the same result on any
+    number of threads.
     """
     n_rows, dim = features.shape
     ones = np.ones(min(SCATTER_BLOCK_ROWS, n_rows), dtype=np.float32)
@@ -133,19 +139,28 @@ def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
 
     def term(rows):
         with np.errstate(over="ignore", invalid="ignore"):  # the callers check the result (finite_from)
-            block = features[rows].astype(np.float32, copy=False)
+            block = features[rows]
             n, i = block.shape[0], rows.start // SCATTER_BLOCK_ROWS
+            peak = float(max(block.max(), -block.min()))  # NaN if any entry is NaN
+            scale = 1.0
+            if 0.0 < peak < np.inf and not UNSCALED_PEAK[0] <= peak <= UNSCALED_PEAK[1]:
+                scale = np.ldexp(1.0, -np.frexp(peak)[1])  # exact: the largest magnitude becomes [0.5, 1)
+                block = block * scale
+            block = block.astype(np.float32, copy=False)
             centre = ones[:n] @ block / np.float32(n)
             centred = block - centre
-            shifts[i] = centre - origin
-            sums[i] = ones[:n] @ centred + 0.5 * n * shifts[i]
-            return np.dot(centred.T, centred).astype(np.float64)  # np.dot of a transposed self-product uses BLAS syrk
+            shifts[i] = centre.astype(np.float64) / scale - origin
+            sums[i] = (ones[:n] @ centred).astype(np.float64) / scale + 0.5 * n * shifts[i]
+            products = np.dot(centred.T, centred).astype(np.float64)  # np.dot of a transposed self-product uses BLAS syrk
+            if scale != 1.0:
+                products /= scale
+                products /= scale  # not scale², which can leave float64's range when the result does not
+            return products
 
     total = sum_row_blocks(term, n_rows, dim, block_rows=SCATTER_BLOCK_ROWS)
     with np.errstate(over="ignore", invalid="ignore"), single_threaded_blas():
         remainder = sums.T @ shifts
-        total += remainder
-        total += remainder.T
+        total += remainder + remainder.T  # exactly symmetric
     return total
 
 
