@@ -45,9 +45,10 @@ from csfbench.csf.logit_scores import energy, mls
 RESIDUAL_RTOL = 1e-5
 #: rows per block of :func:`scatter_about`'s float32 products
 SCATTER_BLOCK_ROWS = 2048
-#: :func:`scatter_about` multiplies a block whose largest magnitude lies in this range as it is: its
-#: float32 products neither overflow nor lose entries down to 2^-24 of that magnitude to subnormals
-UNSCALED_PEAK = (2.0**-39, 2.0**50)
+#: :func:`scatter_about` redoes a block scaled by a power of two when its float32 products overflowed or
+#: its columns' largest |mean| or RMS spread is below this: entries down to 2^-24 of the largest then
+#: keep normal float32 squares
+SMALLEST_UNSCALED = 2.0**-38
 
 
 def _finite(x: np.ndarray, name: str) -> np.ndarray:
@@ -128,30 +129,37 @@ def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
     float32 (BLAS), half the time of float64; float64 features are rounded to float32 for them.
     The remainder for the centre, (Σc)(m − o)ᵀ + (m − o)(Σc)ᵀ + n(m − o)(m − o)ᵀ, and the sum
     over the blocks are float64.  Centring takes the mean, the largest term, out of the float32
-    rounding (module docstring, "Precision"); a block outside :data:`UNSCALED_PEAK` is scaled by a
-    power of two first, so the range is float64's; the fixed blocks give the same result on any
-    number of threads.
+    rounding (module docstring, "Precision"); a block with tiny or overflowing products is redone
+    scaled by a power of two (:data:`SMALLEST_UNSCALED`), so the range is float64's; the fixed
+    blocks give the same result on any number of threads.
     """
     n_rows, dim = features.shape
     ones = np.ones(min(SCATTER_BLOCK_ROWS, n_rows), dtype=np.float32)
     # per block: the float64 vectors (Σc + n(m − o)/2) and (m − o), whose outer products make the remainder
     sums, shifts = np.empty((2, -(-n_rows // SCATTER_BLOCK_ROWS), dim))
 
+    def centred_products(block):
+        n = block.shape[0]
+        block = block.astype(np.float32, copy=False)
+        centre = ones[:n] @ block / np.float32(n)
+        centred = block - centre
+        return centre, centred, np.dot(centred.T, centred)  # np.dot of a transposed self-product uses BLAS syrk
+
     def term(rows):
         with np.errstate(over="ignore", invalid="ignore"):  # the callers check the result (finite_from)
             block = features[rows]
-            n, i = block.shape[0], rows.start // SCATTER_BLOCK_ROWS
-            peak = float(max(block.max(), -block.min()))  # NaN if any entry is NaN
-            scale = 1.0
-            if 0.0 < peak < np.inf and not UNSCALED_PEAK[0] <= peak <= UNSCALED_PEAK[1]:
-                scale = np.ldexp(1.0, -np.frexp(peak)[1])  # exact: the largest magnitude becomes [0.5, 1)
-                block = block * scale
-            block = block.astype(np.float32, copy=False)
-            centre = ones[:n] @ block / np.float32(n)
-            centred = block - centre
+            n, i, scale = block.shape[0], rows.start // SCATTER_BLOCK_ROWS, 1.0
+            centre, centred, products = centred_products(block)
+            # largest |mean| or RMS spread of a column: at most twice the largest |entry|
+            magnitude = max(np.abs(centre).max(), np.sqrt(products.diagonal().max() / n))
+            if not SMALLEST_UNSCALED <= magnitude < np.inf:  # tiny, or overflowed (NaN/Inf input stays so)
+                peak = float(max(block.max(), -block.min()))
+                if 0.0 < peak < np.inf:
+                    scale = np.ldexp(1.0, -np.frexp(peak)[1])  # exact: the largest magnitude becomes [0.5, 1)
+                    centre, centred, products = centred_products(block * scale)
             shifts[i] = centre.astype(np.float64) / scale - origin
             sums[i] = (ones[:n] @ centred).astype(np.float64) / scale + 0.5 * n * shifts[i]
-            products = np.dot(centred.T, centred).astype(np.float64)  # np.dot of a transposed self-product uses BLAS syrk
+            products = products.astype(np.float64)
             if scale != 1.0:
                 products /= scale
                 products /= scale  # not scale², which can leave float64's range when the result does not
