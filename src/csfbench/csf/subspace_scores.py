@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from csfbench.csf.blocks import map_row_blocks, row_blocks, single_threaded_blas, sum_row_blocks
-from csfbench.csf.logit_scores import energy, mls
+from csfbench.csf.logit_scores import energy, row_max
 
 #: a mean training residual below this fraction of RMS ‖h − u‖ + ‖u‖ counts as zero (ViM's alpha
 #: undefined); the float32 residual products leave rounding noise of about 2^-24 (‖h‖ + ‖u‖), and
@@ -245,7 +245,7 @@ def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.
         raise ValueError(f"the {n} training features have (numerically) no residual outside the top "
                          f"{principal_dim} principal directions, so ViM's alpha is undefined; it needs more "
                          f"samples than principal_dim spanning more than {principal_dim} dimensions")
-    alpha = mls(logits).mean() / mean_residual
+    alpha = row_max(logits).mean() / mean_residual
     return {"origin": origin, "basis": basis, "alpha": np.asarray(alpha)}
 
 
@@ -305,4 +305,4 @@ def neco_score(features, logits, mean, components, centered: bool) -> np.ndarray
             h = h - mean
         full = np.maximum(np.linalg.norm(h, axis=1), np.finfo(np.float64).tiny)
         ratio[rows] = np.linalg.norm(h @ components.T, axis=1) / full
-    return ratio * mls(logits)
+    return ratio * row_max(logits)
