@@ -1,4 +1,4 @@
-# csfbench: confidence-scoring-function benchmark (see README.md and DESIGN in docs/).
+# csfbench: confidence-scoring-function benchmark (README.md; stages and file contracts in docs/design.md).
 import os
 
 from snakemake.utils import min_version
@@ -42,9 +42,9 @@ rule all:
     input:
         features=all_feature_files(),
         metrics=all_metric_files(),
-        results="results/results.parquet",
+        results=paths.results_table(),
         projnorm=projnorm_outputs(),
-        rankings=f"{RANKING_DIR}/summary.csv",
+        rankings=paths.ranking_summary(),
         figures=report_targets.figure_targets(config),
         nc_tables=nc_tables(),
         proximity_tables=proximity_outputs(),

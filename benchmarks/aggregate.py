@@ -4,7 +4,7 @@
                                              [--out benchmarks/out/aggregate]
 
 A synthetic results table the size of the full grid of ``--config``: every source × model (backbone ×
-paradigm × dropout × reward × run, :func:`csfbench.config.model_ids`) × input mode (``det``; ``mcd`` for
+paradigm × dropout × reward × run, :func:`csfbench.grid.model_ids`) × input mode (``det``; ``mcd`` for
 dropout models of backbones with MC-dropout passes) × CSF variant (:func:`csfbench.csf.registry.variants_for`
 over every projection variant, plus the MCD-E variants and MI in ``mcd`` mode, as the engine scores
 them) × evaluation set (val, test, the source's shifted sets and, for the models of the ``shifts`` study,
@@ -50,7 +50,8 @@ import pandas as pd
 from csfbench.aggregate.ranking import Analysis, analyses, rank_results, ranked_rows, ranking_settings
 from csfbench.aggregate.results_table import write_results_table
 from csfbench.aggregate.selection import select_configurations, selected_rows
-from csfbench.config import eval_datasets, eval_set_spec, load_config, model_ids
+from csfbench.grid import eval_datasets, eval_set_spec, model_ids
+from csfbench.settings import load_config
 from csfbench.csf.engine import EXPECTED
 from csfbench.csf.registry import variants_for
 from csfbench.evaluation import COLUMNS, schemes_for
@@ -102,12 +103,12 @@ def model_rows(config: dict, source: str, model, rng: np.random.Generator) -> pd
         values = 0.1 + 0.2 * quality[:, None] + 0.3 * rng.random((n_var, n_cell))
         frame = pd.DataFrame({
             "csf": np.repeat([v[0] for v in variants], n_cell),
-            "projection": np.repeat([v[1] for v in variants], n_cell),
-            "dataset": np.tile([c[0]["name"] for c in cells], n_var),
-            "shift_type": np.tile([c[0]["shift_type"] for c in cells], n_var),
-            "regime": np.tile([c[0]["regime"] for c in cells], n_var),
+            "variant": np.repeat([v[1] for v in variants], n_cell),
+            "dataset": np.tile([c[0].name for c in cells], n_var),
+            "shift_type": np.tile([c[0].shift_type for c in cells], n_var),
+            "regime": np.tile([c[0].regime for c in cells], n_var),
             "scheme": np.tile([c[1] for c in cells], n_var),
-            "split": np.tile(["val" if c[0]["name"] == "val" else "test" for c in cells], n_var),
+            "split": np.tile(["val" if c[0].name == "val" else "test" for c in cells], n_var),
             "metric": np.tile([c[2] for c in cells], n_var),
             "value": values.ravel(),
         })

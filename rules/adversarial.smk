@@ -3,25 +3,25 @@
 
 rule adversarial_set:
     input:
-        checkpoint="results/models/{source}/{model}/checkpoint.pt",
-        index=lambda w: index_file(config["sources"][w.source]["dataset"]),
+        checkpoint=paths.checkpoint(),
+        index=lambda w: paths.dataset_index(source_dataset(w.source)),
     output:
-        images="results/data/adversarial/{source}/{model}/{dataset}/test/images.npy",
-        labels="results/data/adversarial/{source}/{model}/{dataset}/test/labels.npy",
+        images=paths.npy_file(paths.adversarial_set_folder(), "images"),
+        labels=paths.npy_file(paths.adversarial_set_folder(), "labels"),
     params:
         spec=model_spec_json,
-        attack=lambda w: json.dumps(cfg.attack_spec(config, w.dataset), sort_keys=True),
-        batch_size=config.get("shifts", {}).get("adversarial", {}).get("batch_size", 128),
+        attack=lambda w: json.dumps(grid.attack_spec(config, w.dataset), sort_keys=True),
+        batch_size=lambda w: config["shifts"]["adversarial"]["batch_size"],
     log:
-        "results/logs/adversarial/{source}/{model}/{dataset}.log",
+        paths.log("adversarial", "{source}/{model}/{dataset}"),
     benchmark:
-        "results/benchmarks/adversarial/{source}/{model}/{dataset}.tsv"
+        paths.benchmark("adversarial", "{source}/{model}/{dataset}")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("adversarial_set", "threads", 4)
+    threads: res("adversarial_set", "threads")
     resources:
-        mem_mb=res("adversarial_set", "mem_mb", 8000),
-        runtime=res("adversarial_set", "runtime", 60),
-        gpu=res("adversarial_set", "gpu", 1),
+        mem_mb=res("adversarial_set", "mem_mb"),
+        runtime=res("adversarial_set", "runtime"),
+        gpu=res("adversarial_set", "gpu"),
     script:
         "../workflow_scripts/adversarial_set.py"

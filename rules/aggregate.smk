@@ -1,24 +1,24 @@
 # Aggregation: the results table (with the proximity stage's regimes) and the validation-based model
-# selection (spec 000 §1.7 V3).
+# selection (the paper's V3 protocol: the configuration with the best validation value).
 
 
 rule aggregate_results:
     input:
         metrics=all_metric_files(),
         # the resolved near/mid/far regimes of the semantic OOD sets (rules/proximity.smk)
-        regimes=[f"results/proximity/{source}/regimes.csv" for source in proximity_sources()],
+        regimes=[paths.proximity_regimes(source) for source in proximity_sources()],
     output:
-        table="results/results.parquet",
-        selection="results/tables/selected_configurations.csv",
+        table=paths.results_table(),
+        selection=paths.selected_configurations(),
     log:
-        "results/logs/aggregate/results.log",
+        paths.log("aggregate", "results"),
     benchmark:
-        "results/benchmarks/aggregate/results.tsv"
+        paths.benchmark("aggregate", "results")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("aggregate_results", "threads")
     resources:
-        mem_mb=res("aggregate", "mem_mb", 16000),
-        runtime=res("aggregate", "runtime", 60),
+        mem_mb=res("aggregate_results", "mem_mb"),
+        runtime=res("aggregate_results", "runtime"),
     script:
         "../workflow_scripts/aggregate_results.py"

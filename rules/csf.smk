@@ -1,49 +1,50 @@
-# Confidence scoring functions: fit once per (model, projection group) on train + val, then score
-# and evaluate every evaluation set. Shifted sets are evaluated against the ID test scores.
+# Confidence scoring functions: fit once per (model, fit group) on train + val, then one job per
+# (model, fit group) scores and evaluates every evaluation set; shifted sets are evaluated against
+# the ID test scores.  Adding an evaluation set reruns the scoring job, never the fit.
 
 
 rule fit_csf:
     input:
-        train="results/features/{source}/{model}/train.h5",
-        val="results/features/{source}/{model}/val.h5",
+        train=paths.features(dataset="train"),
+        val=paths.features(dataset="val"),
     output:
-        fit="results/csf/{source}/{model}/{projection}/fit.h5",
+        fit=paths.csf_fit(),
     params:
         spec=model_spec_json,
         # only the settings this group reads: a change elsewhere in `csf` does not rerun the fit
-        csf=lambda w: csf_fit_json(w.projection),
+        csf=lambda w: csf_fit_json(w.fit_group),
     log:
-        "results/logs/csf/{source}/{model}/{projection}/fit.log",
+        paths.log("csf", "{source}/{model}/{fit_group}_fit"),
     benchmark:
-        "results/benchmarks/csf/{source}/{model}/{projection}/fit.tsv"
+        paths.benchmark("csf", "{source}/{model}/{fit_group}_fit")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("fit_csf", "threads", 2)
+    threads: res("fit_csf", "threads")
     resources:
-        mem_mb=res("fit_csf", "mem_mb", 16000),
-        runtime=res("fit_csf", "runtime", 120),
+        mem_mb=res("fit_csf", "mem_mb"),
+        runtime=res("fit_csf", "runtime"),
     script:
         "../workflow_scripts/fit_csf.py"
 
 
-rule score_and_evaluate:
+rule score_csf:
     input:
         unpack(score_inputs),
     output:
-        scores="results/scores/{source}/{model}/{projection}/{dataset}.h5",
-        metrics="results/metrics/{source}/{model}/{projection}/{dataset}.parquet",
+        scores=paths.scores(),
+        metrics=paths.metrics(),
     params:
         spec=model_spec_json,
-        eval_set=eval_set_json,
+        eval_sets=score_eval_sets_json,
     log:
-        "results/logs/scores/{source}/{model}/{projection}/{dataset}.log",
+        paths.log("csf", "{source}/{model}/{fit_group}_score"),
     benchmark:
-        "results/benchmarks/scores/{source}/{model}/{projection}/{dataset}.tsv"
+        paths.benchmark("csf", "{source}/{model}/{fit_group}_score")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("score_csf", "threads", 1)
+    threads: res("score_csf", "threads")
     resources:
-        mem_mb=res("score_csf", "mem_mb", 8000),
-        runtime=res("score_csf", "runtime", 30),
+        mem_mb=res("score_csf", "mem_mb"),
+        runtime=res("score_csf", "runtime"),
     script:
-        "../workflow_scripts/score_and_evaluate.py"
+        "../workflow_scripts/score_csf.py"

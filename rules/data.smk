@@ -9,17 +9,17 @@ if "demo" in config:
         params:
             seed=config["demo"]["seed"],
             # canonical JSON: reordering keys in a config file must not trigger a rerun
-            spec=json.dumps(config["demo"].get("spec", {}), sort_keys=True),
+            spec=json.dumps(config["demo"]["spec"], sort_keys=True),
         log:
-            "results/logs/data/demo_data.log",
+            paths.log("data", "demo_data"),
         benchmark:
-            "results/benchmarks/data/demo_data.tsv"
+            paths.benchmark("data", "demo_data")
         conda:
             "../envs/csfbench.yaml"
-        threads: 1
+        threads: res("demo_data", "threads")
         resources:
-            mem_mb=res("demo_data", "mem_mb", 4000),
-            runtime=res("demo_data", "runtime", 30),
+            mem_mb=res("demo_data", "mem_mb"),
+            runtime=res("demo_data", "runtime"),
         script:
             "../workflow_scripts/demo_data.py"
 
@@ -28,19 +28,19 @@ rule index_dataset:
     input:
         dataset_index_inputs,
     output:
-        index="results/data/index/{name}.json",
+        index=paths.dataset_index(),
     params:
-        dataset=lambda w: json.dumps(cfg.dataset_spec(config, w.name), sort_keys=True),
-        splits=lambda w: cfg.used_splits(config, w.name),
+        dataset=lambda w: grid.dataset_spec(config, w.name).to_json(),
+        splits=lambda w: grid.used_splits(config, w.name),
     log:
-        "results/logs/data/index_{name}.log",
+        paths.log("data", "index_{name}"),
     benchmark:
-        "results/benchmarks/data/index_{name}.tsv"
+        paths.benchmark("data", "index_{name}")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("index_dataset", "threads")
     resources:
-        mem_mb=res("index_dataset", "mem_mb", 4000),
-        runtime=res("index_dataset", "runtime", 30),
+        mem_mb=res("index_dataset", "mem_mb"),
+        runtime=res("index_dataset", "runtime"),
     script:
         "../workflow_scripts/index_dataset.py"

@@ -5,23 +5,23 @@ rule extract_features:
     input:
         unpack(extract_inputs),
     output:
-        features="results/features/{source}/{model}/{dataset}.h5",
+        features=paths.features(),
     params:
         spec=model_spec_json,
         eval_set=eval_set_json,
         batch_size=config["features"]["batch_size"],
-        compression=config["features"].get("compression", "gzip"),
-        num_workers=res("extract_features", "num_workers", 0),
+        compression=config["features"]["compression"],
+        num_workers=res("extract_features", "num_workers"),
     log:
-        "results/logs/features/{source}/{model}/{dataset}.log",
+        paths.log("features", "{source}/{model}/{dataset}"),
     benchmark:
-        "results/benchmarks/features/{source}/{model}/{dataset}.tsv"
+        paths.benchmark("features", "{source}/{model}/{dataset}")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("extract_features", "threads", 4)
+    threads: res("extract_features", "threads")
     resources:
-        mem_mb=res("extract_features", "mem_mb", 16000),
-        runtime=res("extract_features", "runtime", 120),
-        gpu=res("extract_features", "gpu", 1),
+        mem_mb=res("extract_features", "mem_mb"),
+        runtime=res("extract_features", "runtime"),
+        gpu=res("extract_features", "gpu"),
     script:
         "../workflow_scripts/extract_features.py"

@@ -1,33 +1,33 @@
-# Figures and tables of the paper (spec 000 §8) from the rankings, the results table and the scores.
-from csfbench.report import figures as _figures
+# Figures and tables of Claros-Olivares & Brockmeier's paper (Figures 1-2, Tables 2, 8, 10) from the
+# rankings, the results table and the scores.
 from csfbench.report import targets as report_targets
 
-FIGURES = _figures.figure_settings(config.get("figures"))
+FIGURES = config["figures"]
 
 
 rule top_clique_map:
     input:
         rankings=lambda w: report_targets.clique_map_inputs(config, w.backbone),
     output:
-        csv="results/tables/top_cliques_{backbone}.csv",
-        png=report("results/figures/top_cliques_{backbone}.png", caption="../report/figure_top_cliques.rst",
+        csv=paths.table("top_cliques_{backbone}.csv"),
+        png=report(paths.figure("top_cliques_{backbone}.png"), caption="../report/figure_top_cliques.rst",
                    category="Figures"),
-        pdf="results/figures/top_cliques_{backbone}.pdf",
+        pdf=paths.figure("top_cliques_{backbone}.pdf"),
     params:
         sources=SOURCES,
         group=FIGURES["clique_map_group"],
     wildcard_constraints:
         backbone="|".join(config["backbones"]),
     log:
-        "results/logs/figures/top_cliques_{backbone}.log",
+        paths.log("figures", "top_cliques_{backbone}"),
     benchmark:
-        "results/benchmarks/figures/top_cliques_{backbone}.tsv"
+        paths.benchmark("figures", "top_cliques_{backbone}")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("top_clique_map", "threads")
     resources:
-        mem_mb=res("figures", "mem_mb", 4000),
-        runtime=res("figures", "runtime", 15),
+        mem_mb=res("top_clique_map", "mem_mb"),
+        runtime=res("top_clique_map", "runtime"),
     script:
         "../workflow_scripts/top_clique_map.py"
 
@@ -36,68 +36,68 @@ rule clique_layer_table:
     input:
         rankings=report_targets.ranking_files(config, "json"),
     output:
-        csv=report("results/tables/clique_layers.csv", caption="../report/table_clique_layers.rst",
+        csv=report(paths.table("clique_layers.csv"), caption="../report/table_clique_layers.rst",
                    category="Tables"),
-        tex="results/tables/clique_layers.tex",
+        tex=paths.table("clique_layers.tex"),
     log:
-        "results/logs/figures/clique_layers.log",
+        paths.log("figures", "clique_layers"),
     benchmark:
-        "results/benchmarks/figures/clique_layers.tsv"
+        paths.benchmark("figures", "clique_layers")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("clique_layer_table", "threads")
     resources:
-        mem_mb=res("figures", "mem_mb", 4000),
-        runtime=res("figures", "runtime", 15),
+        mem_mb=res("clique_layer_table", "mem_mb"),
+        runtime=res("clique_layer_table", "runtime"),
     script:
         "../workflow_scripts/clique_layer_table.py"
 
 
 rule best_metric_table:
     input:
-        table="results/results.parquet",
+        table=paths.results_table(),
     output:
-        csv=report("results/tables/table2_best.csv", caption="../report/table_best.rst", category="Tables"),
-        tex="results/tables/table2_best.tex",
+        csv=report(paths.table("table2_best.csv"), caption="../report/table_best.rst", category="Tables"),
+        tex=paths.table("table2_best.tex"),
     params:
         metric=FIGURES["table_metric"],
-        ranking=config.get("ranking", {}),
+        ranking=config["ranking"],
     log:
-        "results/logs/figures/table2_best.log",
+        paths.log("figures", "table2_best"),
     benchmark:
-        "results/benchmarks/figures/table2_best.tsv"
+        paths.benchmark("figures", "table2_best")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("best_metric_table", "threads")
     resources:
-        mem_mb=res("figures", "mem_mb", 4000),
-        runtime=res("figures", "runtime", 15),
+        mem_mb=res("best_metric_table", "mem_mb"),
+        runtime=res("best_metric_table", "runtime"),
     script:
         "../workflow_scripts/best_metric_table.py"
 
 
 rule selected_configuration_tables:
     input:
-        selection="results/tables/selected_configurations.csv",
+        selection=paths.selected_configurations(),
     output:
-        dropout_csv=report("results/tables/table8_selected_dropout.csv",
+        dropout_csv=report(paths.table("table8_selected_dropout.csv"),
                            caption="../report/table_selected_dropout.rst", category="Tables"),
-        dropout_tex="results/tables/table8_selected_dropout.tex",
-        reward_csv=report("results/tables/table10_selected_reward.csv",
+        dropout_tex=paths.table("table8_selected_dropout.tex"),
+        reward_csv=report(paths.table("table10_selected_reward.csv"),
                           caption="../report/table_selected_reward.rst", category="Tables"),
-        reward_tex="results/tables/table10_selected_reward.tex",
+        reward_tex=paths.table("table10_selected_reward.tex"),
     params:
         metric=FIGURES["table_metric"],
     log:
-        "results/logs/figures/selected_configurations.log",
+        paths.log("figures", "selected_configurations"),
     benchmark:
-        "results/benchmarks/figures/selected_configurations.tsv"
+        paths.benchmark("figures", "selected_configurations")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("selected_configuration_tables", "threads")
     resources:
-        mem_mb=res("figures", "mem_mb", 4000),
-        runtime=res("figures", "runtime", 15),
+        mem_mb=res("selected_configuration_tables", "mem_mb"),
+        runtime=res("selected_configuration_tables", "runtime"),
     script:
         "../workflow_scripts/selected_configuration_tables.py"
 
@@ -106,25 +106,51 @@ rule rc_curves:
     input:
         scores=lambda w: report_targets.rc_inputs(config, w.source),
     output:
-        csv="results/tables/rc_curves_{source}.csv",
-        png=report("results/figures/rc_curves_{source}.png", caption="../report/figure_rc_curves.rst",
+        csv=paths.table("rc_curves_{source}.csv"),
+        png=report(paths.figure("rc_curves_{source}.png"), caption="../report/figure_rc_curves.rst",
                    category="Figures"),
-        pdf="results/figures/rc_curves_{source}.pdf",
+        pdf=paths.figure("rc_curves_{source}.pdf"),
     params:
-        scores_dir=lambda w: f"results/scores/{w.source}/{report_targets.rc_model(config, w.source)}",
         shift_types=lambda w: report_targets.rc_shift_types(config, w.source),
         csfs=FIGURES["rc_curves"]["csfs"],
-        ranking=config.get("ranking", {}),
+        ranking=config["ranking"],
         title=lambda w: f"{w.source}: {report_targets.rc_model(config, w.source)}",
     log:
-        "results/logs/figures/rc_curves_{source}.log",
+        paths.log("figures", "rc_curves_{source}"),
     benchmark:
-        "results/benchmarks/figures/rc_curves_{source}.tsv"
+        paths.benchmark("figures", "rc_curves_{source}")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("rc_curves", "threads")
     resources:
-        mem_mb=res("figures", "mem_mb", 4000),
-        runtime=res("figures", "runtime", 15),
+        mem_mb=res("rc_curves", "mem_mb"),
+        runtime=res("rc_curves", "runtime"),
     script:
         "../workflow_scripts/rc_curves.py"
+
+
+# Figure 2 analogue: the pairwise Conover p-values of one ranking analysis (figures.heatmap; default the
+# paper's cell: AUGRC, first backbone, non-MCD, first source, ID test set) as a heatmap and a CSV matrix.
+from csfbench.report import figures as report_figures
+
+
+rule conover_heatmap:
+    input:
+        ranking=lambda w: report_figures.heatmap_input(config),
+    output:
+        csv=report_figures.HEATMAP_FILES["csv"],
+        png=report(report_figures.HEATMAP_FILES["png"], caption="../report/figure_conover_heatmap.rst",
+                   category="Figures"),
+        pdf=report_figures.HEATMAP_FILES["pdf"],
+    log:
+        paths.log("figures", "conover_heatmap"),
+    benchmark:
+        paths.benchmark("figures", "conover_heatmap")
+    conda:
+        "../envs/csfbench.yaml"
+    threads: res("conover_heatmap", "threads")
+    resources:
+        mem_mb=res("conover_heatmap", "mem_mb"),
+        runtime=res("conover_heatmap", "runtime"),
+    script:
+        "../workflow_scripts/conover_heatmap.py"

@@ -1,28 +1,29 @@
 # Geometry of the trained feature spaces: neural-collapse metrics of every model's training features in
-# the three regimes (unfiltered, global projection, class-predicted projection; spec 000 §7), one record
-# per model, and one NC table per source. Runs when the config has a `geometry` section.
+# the three regimes (unfiltered, global projection, class-predicted projection), one record per model,
+# and one NC table per source.  Runs when the config has a `geometry` section.
 
 
 rule nc_metrics:
     input:
-        train="results/features/{source}/{model}/train.h5",
-        fits=expand("results/csf/{{source}}/{{model}}/{group}/fit.h5", group=NC_FIT_GROUPS),
+        train=paths.features(dataset="train"),
+        fits=expand(paths.csf_fit(source="{{source}}", model="{{model}}", fit_group="{fit_group}"),
+                    fit_group=NC_FIT_GROUPS),
     output:
-        records="results/geometry/{source}/{model}/nc.csv",
+        records=paths.nc_records(),
     params:
         spec=model_spec_json,
-        groups=NC_FIT_GROUPS,
-        nc=json.dumps(config.get("geometry", {}).get("nc", {}), sort_keys=True),
+        fit_groups=NC_FIT_GROUPS,
+        nc=lambda w: json.dumps(config["geometry"]["nc"], sort_keys=True),
     log:
-        "results/logs/geometry/{source}/{model}/nc.log",
+        paths.log("geometry", "{source}/{model}/nc"),
     benchmark:
-        "results/benchmarks/geometry/{source}/{model}/nc.tsv"
+        paths.benchmark("geometry", "{source}/{model}/nc")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("nc_metrics", "threads", 1)
+    threads: res("nc_metrics", "threads")
     resources:
-        mem_mb=res("nc_metrics", "mem_mb", 8000),
-        runtime=res("nc_metrics", "runtime", 30),
+        mem_mb=res("nc_metrics", "mem_mb"),
+        runtime=res("nc_metrics", "runtime"),
     script:
         "../workflow_scripts/nc_metrics.py"
 
@@ -31,23 +32,18 @@ rule nc_table:
     input:
         records=lambda wildcards: nc_record_files(wildcards.source),
     output:
-        csv=report(
-            "results/tables/nc_{source}.csv",
-            caption="../report/nc_table.rst",
-            category="Tables",
-            subcategory="Neural collapse",
-            labels={"source": "{source}"},
-        ),
-        tex="results/tables/nc_{source}.tex",
+        csv=report(paths.nc_table(ext="csv"), caption="../report/nc_table.rst", category="Tables",
+                   subcategory="Neural collapse", labels={"source": "{source}"}),
+        tex=paths.nc_table(ext="tex"),
     log:
-        "results/logs/geometry/nc_table_{source}.log",
+        paths.log("geometry", "nc_table_{source}"),
     benchmark:
-        "results/benchmarks/geometry/nc_table_{source}.tsv"
+        paths.benchmark("geometry", "nc_table_{source}")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("nc_table", "threads")
     resources:
-        mem_mb=res("nc_table", "mem_mb", 2000),
-        runtime=res("nc_table", "runtime", 10),
+        mem_mb=res("nc_table", "mem_mb"),
+        runtime=res("nc_table", "runtime"),
     script:
         "../workflow_scripts/nc_table.py"

@@ -1,28 +1,28 @@
-# ProjNorm and its baselines (spec papers-001-002-004 §3): a reference fine-tune per model, one ProjNorm
-# fine-tune per (model, labelled shift set), one evaluation per source (tables, scatter plot, rows).
-# Helpers (inputs, study lists) are in rules/common.smk.
+# ProjNorm and its baselines (Yu et al., "Predicting Out-of-Distribution Error with the Projection
+# Norm", ICML 2022, arXiv 2202.05834): a reference fine-tune per model, one ProjNorm fine-tune per
+# (model, labelled shifted set), one evaluation per source (tables, scatter plot, metric rows).
 
 
 rule projnorm_reference:
     input:
-        checkpoint="results/models/{source}/{model}/checkpoint.pt",
-        index=lambda w: index_file(config["sources"][w.source]["dataset"]),
+        checkpoint=paths.checkpoint(),
+        index=lambda w: paths.dataset_index(source_dataset(w.source)),
     output:
-        reference="results/projnorm/{source}/{model}/reference.safetensors",
+        reference=paths.projnorm_reference(),
     params:
         spec=model_spec_json,
         settings=PROJNORM,
     log:
-        "results/logs/projnorm/{source}/{model}/reference.log",
+        paths.log("projnorm", "{source}/{model}/reference"),
     benchmark:
-        "results/benchmarks/projnorm/{source}/{model}/reference.tsv"
+        paths.benchmark("projnorm", "{source}/{model}/reference")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("projnorm", "threads", 4)
+    threads: res("projnorm_reference", "threads")
     resources:
-        mem_mb=res("projnorm", "mem_mb", 8000),
-        runtime=res("projnorm", "runtime", 60),
-        gpu=res("projnorm", "gpu", 1),
+        mem_mb=res("projnorm_reference", "mem_mb"),
+        runtime=res("projnorm_reference", "runtime"),
+        gpu=res("projnorm_reference", "gpu"),
     script:
         "../workflow_scripts/projnorm_reference.py"
 
@@ -31,52 +31,51 @@ rule projnorm_shift:
     input:
         unpack(projnorm_shift_inputs),
     output:
-        result="results/projnorm/{source}/{model}/{dataset}.json",
+        result=paths.projnorm_result(),
     params:
         spec=model_spec_json,
         eval_set=eval_set_json,
         settings=PROJNORM,
         partner_spec=projnorm_partner_spec,
     log:
-        "results/logs/projnorm/{source}/{model}/{dataset}.log",
+        paths.log("projnorm", "{source}/{model}/{dataset}"),
     benchmark:
-        "results/benchmarks/projnorm/{source}/{model}/{dataset}.tsv"
+        paths.benchmark("projnorm", "{source}/{model}/{dataset}")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("projnorm", "threads", 4)
+    threads: res("projnorm_shift", "threads")
     resources:
-        mem_mb=res("projnorm", "mem_mb", 8000),
-        runtime=res("projnorm", "runtime", 60),
-        gpu=res("projnorm", "gpu", 1),
+        mem_mb=res("projnorm_shift", "mem_mb"),
+        runtime=res("projnorm_shift", "runtime"),
+        gpu=res("projnorm_shift", "gpu"),
     script:
         "../workflow_scripts/projnorm_shift.py"
 
 
 rule projnorm_evaluate:
     input:
-        projnorm_eval_inputs,
+        unpack(projnorm_eval_inputs),
     output:
-        per_set="results/tables/projnorm/{source}_per_set.csv",
-        correlations=report("results/tables/projnorm/{source}_correlations.csv",
+        per_set=paths.projnorm_table(name="per_set.csv"),
+        correlations=report(paths.projnorm_table(name="correlations.csv"),
                             caption="../report/projnorm_correlations.rst", category="ProjNorm"),
-        stress=report("results/tables/projnorm/{source}_stress.csv", caption="../report/adversarial_stress.rst",
+        stress=report(paths.projnorm_table(name="stress.csv"), caption="../report/adversarial_stress.rst",
                       category="ProjNorm"),
-        stress_mse="results/tables/projnorm/{source}_stress_mse.csv",
-        figure=report("results/figures/projnorm/{source}_scatter.png", caption="../report/projnorm_scatter.rst",
-                      category="ProjNorm"),
-        metrics="results/tables/projnorm/{source}_rows.parquet",
+        stress_mse=paths.projnorm_table(name="stress_mse.csv"),
+        figure=report(paths.projnorm_scatter(), caption="../report/projnorm_scatter.rst", category="ProjNorm"),
+        metrics=paths.projnorm_table(name="rows.parquet"),
     params:
-        study=lambda w: json.dumps(projnorm_study(w.source), sort_keys=True),
-        atc_score=cfg.projnorm_settings(config)["atc_score"],
+        study=projnorm_study_json,
+        atc_score=lambda w: config["projnorm"]["atc_score"],
     log:
-        "results/logs/projnorm/{source}_evaluate.log",
+        paths.log("projnorm", "{source}_evaluate"),
     benchmark:
-        "results/benchmarks/projnorm/{source}_evaluate.tsv"
+        paths.benchmark("projnorm", "{source}_evaluate")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("projnorm_evaluate", "threads")
     resources:
-        mem_mb=res("projnorm_evaluate", "mem_mb", 4000),
-        runtime=res("projnorm_evaluate", "runtime", 30),
+        mem_mb=res("projnorm_evaluate", "mem_mb"),
+        runtime=res("projnorm_evaluate", "runtime"),
     script:
         "../workflow_scripts/projnorm_evaluate.py"

@@ -1,58 +1,56 @@
-# Near/mid/far stratification (spec 000 §6): embed each source's train and test splits and its semantic
-# OOD sets with the configured encoder, then the four distances, z-scored k-means (k = 3, fixed seed),
-# clusters named by ascending FD, combined with the config's static regimes (proximity/precedence).
-# Runs when the config has a `proximity` section, for sources with at least one semantic OOD set.
+# Near/mid/far stratification of each source's semantic OOD sets: embed its train and test splits and
+# its semantic OOD sets with the configured encoder, then the four distances, z-scored k-means (k = 3,
+# fixed seed), clusters named by ascending FD, combined with the config's static regimes
+# (proximity/precedence).  Runs when the config has a `proximity` section, for sources with at least
+# one semantic OOD set.
 
 
 rule proximity_embed:
     input:
         unpack(proximity_embed_inputs),
     output:
-        embeddings="results/proximity/{source}/embeddings.h5",
+        embeddings=paths.proximity_embeddings(),
     params:
         job=proximity_embed_params,
+        encoder=lambda w: json.dumps(config["proximity"]["encoder"], sort_keys=True),
+        batch_size=lambda w: config["proximity"]["batch_size"],
     log:
-        "results/logs/proximity/{source}/embed.log",
+        paths.log("proximity", "{source}/embed"),
     benchmark:
-        "results/benchmarks/proximity/{source}/embed.tsv"
+        paths.benchmark("proximity", "{source}/embed")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("proximity_embed", "threads", 1)
+    threads: res("proximity_embed", "threads")
     resources:
-        mem_mb=res("proximity_embed", "mem_mb", 8000),
-        runtime=res("proximity_embed", "runtime", 60),
-        gpu=res("proximity_embed", "gpu", 1),
+        mem_mb=res("proximity_embed", "mem_mb"),
+        runtime=res("proximity_embed", "runtime"),
+        gpu=res("proximity_embed", "gpu"),
     script:
         "../workflow_scripts/proximity_embed.py"
 
 
 rule proximity_regimes:
     input:
-        embeddings="results/proximity/{source}/embeddings.h5",
+        embeddings=paths.proximity_embeddings(),
     output:
-        csv=report(
-            "results/tables/proximity_{source}.csv",
-            caption="../report/proximity_table.rst",
-            category="Tables",
-            subcategory="Near/mid/far distances",
-            labels={"source": "{source}"},
-        ),
-        tex="results/tables/proximity_{source}.tex",
-        regimes="results/proximity/{source}/regimes.csv",
+        csv=report(paths.proximity_table(ext="csv"), caption="../report/proximity_table.rst", category="Tables",
+                   subcategory="Near/mid/far distances", labels={"source": "{source}"}),
+        tex=paths.proximity_table(ext="tex"),
+        regimes=paths.proximity_regimes(),
     params:
         static=static_regimes,
-        precedence=config.get("proximity", {}).get("precedence", "static"),
-        seed=config.get("proximity", {}).get("seed", 0),
-        mmd=config.get("proximity", {}).get("mmd", {}),
+        precedence=lambda w: config["proximity"]["precedence"],
+        seed=lambda w: config["proximity"]["seed"],
+        mmd=lambda w: config["proximity"]["mmd"],
     log:
-        "results/logs/proximity/{source}/regimes.log",
+        paths.log("proximity", "{source}/regimes"),
     benchmark:
-        "results/benchmarks/proximity/{source}/regimes.tsv"
+        paths.benchmark("proximity", "{source}/regimes")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("proximity_regimes", "threads")
     resources:
-        mem_mb=res("proximity_regimes", "mem_mb", 4000),
-        runtime=res("proximity_regimes", "runtime", 30),
+        mem_mb=res("proximity_regimes", "mem_mb"),
+        runtime=res("proximity_regimes", "runtime"),
     script:
         "../workflow_scripts/proximity_regimes.py"

@@ -1,37 +1,39 @@
-# Rankings (spec 000 §5): Friedman → Conover → cliques → layers per analysis cell, after V3 selection.
+# Rankings (Claros-Olivares & Brockmeier, §4.2 and App. C): Friedman / Iman–Davenport → Conover → cliques →
+# layers per analysis cell, on the validation-selected configurations. Settings: config["ranking"], complete
+# (validate_config fills in the schema's defaults).
 from dataclasses import asdict
 from pathlib import Path
 
 from csfbench.aggregate.ranking import analyses as _analyses
 from csfbench.report import targets as report_targets
 
-RANKING_DIR = report_targets.RANKING_DIR
+RANKING_DIR = paths.rankings_dir()  # also read by rule all
 
 
 rule rank_csfs:
     input:
-        table="results/results.parquet",
+        table=paths.results_table(),
     output:
         json=report_targets.ranking_files(config, "json"),
         csv=report_targets.ranking_files(config, "csv"),
         summary=report(
-            f"{RANKING_DIR}/summary.csv",
+            paths.ranking_summary(),
             caption="../report/ranking_summary.rst",
             category="Rankings",
         ),
     params:
-        settings=config.get("ranking", {}),
+        settings=config["ranking"],
         cells=[asdict(c) for c in _analyses(config)],
         out_dir=lambda w, output: str(Path(output.summary).parent),
     log:
-        "results/logs/ranking/rank_csfs.log",
+        paths.log("ranking", "rank_csfs"),
     benchmark:
-        "results/benchmarks/ranking/rank_csfs.tsv"
+        paths.benchmark("ranking", "rank_csfs")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("rank_csfs", "threads")
     resources:
-        mem_mb=res("ranking", "mem_mb", 8000),
-        runtime=res("ranking", "runtime", 30),
+        mem_mb=res("rank_csfs", "mem_mb"),
+        runtime=res("rank_csfs", "runtime"),
     script:
         "../workflow_scripts/rank_csfs.py"

@@ -4,23 +4,23 @@
 
 rule corrupt_set:
     input:
-        index=lambda w: index_file(config["sources"][w.source]["dataset"]),
+        index=lambda w: paths.dataset_index(source_dataset(w.source)),
     output:
-        images="results/data/shifts/{source}/{dataset}/test/images.npy",
-        labels="results/data/shifts/{source}/{dataset}/test/labels.npy",
+        images=paths.npy_file(paths.corruption_set_folder(), "images"),
+        labels=paths.npy_file(paths.corruption_set_folder(), "labels"),
     params:
-        dataset=lambda w: json.dumps(cfg.dataset_spec(config, config["sources"][w.source]["dataset"]), sort_keys=True),
+        dataset=lambda w: grid.dataset_spec(config, source_dataset(w.source)).to_json(),
         val_size=lambda w: config["sources"][w.source]["val_size"],
-        corruption=lambda w: json.dumps(cfg.corruption_spec(config, w.dataset), sort_keys=True),
+        corruption=lambda w: json.dumps(grid.corruption_spec(config, w.dataset), sort_keys=True),
     log:
-        "results/logs/shifts/{source}/{dataset}.log",
+        paths.log("shifts", "{source}/{dataset}"),
     benchmark:
-        "results/benchmarks/shifts/{source}/{dataset}.tsv"
+        paths.benchmark("shifts", "{source}/{dataset}")
     conda:
         "../envs/csfbench.yaml"
-    threads: 1
+    threads: res("corrupt_set", "threads")
     resources:
-        mem_mb=res("corrupt_set", "mem_mb", 4000),
-        runtime=res("corrupt_set", "runtime", 30),
+        mem_mb=res("corrupt_set", "mem_mb"),
+        runtime=res("corrupt_set", "runtime"),
     script:
         "../workflow_scripts/corrupt_set.py"

@@ -5,23 +5,23 @@ if "pretrain" in config:
 
     rule pretrain_vit:
         input:
-            index=index_file(config["pretrain"]["dataset"]),
+            index=paths.dataset_index(config["pretrain"]["dataset"]),
         output:
             weights=config["backbones"]["vit"]["pretrained"]["file"],
-            history="results/models/pretrain/history.csv",
+            history=paths.pretrain_history(),
         params:
-            spec=lambda w: json.dumps(cfg.pretrain_spec(config), sort_keys=True),
+            spec=grid.pretrain_spec(config).to_json(),
         log:
-            "results/logs/train/pretrain_vit.log",
+            paths.log("train", "pretrain_vit"),
         benchmark:
-            "results/benchmarks/train/pretrain_vit.tsv"
+            paths.benchmark("train", "pretrain_vit")
         conda:
             "../envs/csfbench.yaml"
-        threads: res("train", "threads", 4)
+        threads: res("pretrain_vit", "threads")
         resources:
-            mem_mb=res("train", "mem_mb", 16000),
-            runtime=res("train", "runtime", 720),
-            gpu=res("train", "gpu", 1),
+            mem_mb=res("pretrain_vit", "mem_mb"),
+            runtime=res("pretrain_vit", "runtime"),
+            gpu=res("pretrain_vit", "gpu"),
         script:
             "../workflow_scripts/pretrain.py"
 
@@ -30,21 +30,21 @@ rule train:
     input:
         unpack(train_inputs),
     output:
-        checkpoint="results/models/{source}/{model}/checkpoint.pt",
-        history="results/models/{source}/{model}/history.csv",
+        checkpoint=paths.checkpoint(),
+        history=paths.training_history(),
     params:
         spec=model_spec_json,
-        num_workers=res("train", "num_workers", 0),
+        num_workers=res("train", "num_workers"),
     log:
-        "results/logs/train/{source}/{model}.log",
+        paths.log("train", "{source}/{model}"),
     benchmark:
-        "results/benchmarks/train/{source}/{model}.tsv"
+        paths.benchmark("train", "{source}/{model}")
     conda:
         "../envs/csfbench.yaml"
-    threads: res("train", "threads", 4)
+    threads: res("train", "threads")
     resources:
-        mem_mb=res("train", "mem_mb", 16000),
-        runtime=res("train", "runtime", 720),
-        gpu=res("train", "gpu", 1),
+        mem_mb=res("train", "mem_mb"),
+        runtime=res("train", "runtime"),
+        gpu=res("train", "gpu"),
     script:
         "../workflow_scripts/train.py"

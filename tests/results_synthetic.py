@@ -31,7 +31,7 @@ def synthetic_results(source="s1", backbone="vgg13", metrics=("augrc", "aurc")) 
                 for run in RUNS:
                     for mcd in ((False, True) if dropout == 1 else (False,)):
                         base = {"source": source, "backbone": backbone, "paradigm": paradigm, "dropout": dropout,
-                                "reward": 2.2, "run": run, "mcd": mcd, "csf": csf, "projection": projection}
+                                "reward": 2.2, "run": run, "mcd": mcd, "csf": csf, "variant": projection}
                         preferred = 0 if csf == "Energy" else 1
                         for metric in metrics:
                             rows.append({**base, "dataset": "val", "shift_type": "id", "regime": "val",

@@ -12,7 +12,7 @@ from csfbench.evaluation import COLUMNS
 
 def _row(dropout, reward, run, split, metric, value, csf="MSR", mcd=False, dataset=None, scheme="misclf"):
     return {"source": "s", "backbone": "vgg13", "paradigm": "dg", "dropout": dropout, "reward": reward, "run": run,
-            "mcd": mcd, "csf": csf, "projection": "none", "dataset": dataset or split, "shift_type": "id",
+            "mcd": mcd, "csf": csf, "variant": "none", "dataset": dataset or split, "shift_type": "id",
             "regime": split, "scheme": scheme, "split": split, "metric": metric, "value": value}
 
 

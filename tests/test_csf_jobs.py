@@ -74,7 +74,7 @@ def test_jobs_write_fit_scores_and_metric_rows_for_every_variant(features):
             expected_schemes = {"misclf"} if name in ("val", "test") else {"correct_vs_ood", "newclass", "failure"}
             assert set(frame["scheme"]) == expected_schemes
         det = rows["test"][~rows["test"]["mcd"]]
-        total |= set(zip(det["csf"], det["projection"]))
+        total |= set(zip(det["csf"], det["variant"]))
         mcd = set(rows["test"][rows["test"]["mcd"]]["csf"])
         if group == "none":
             assert {"EMSR", "MI", "Confidence"} <= mcd

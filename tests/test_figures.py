@@ -1,4 +1,5 @@
-"""Figures and tables of spec 000 §8 on small synthetic results: values hand-checked, files written."""
+"""Figures and tables of Claros-Olivares & Brockmeier (Figures 1-2, Tables 2, 6, 8, 10) on small synthetic
+results: values hand-checked, files written."""
 from __future__ import annotations
 
 import h5py
@@ -7,12 +8,18 @@ import pandas as pd
 import pytest
 from pylatexenc.latexwalker import LatexEnvironmentNode, LatexWalker
 
-from csfbench.aggregate.ranking import Analysis, rank_results, ranking_settings
+from csfbench.aggregate.ranking import Analysis, rank_results, ranking_settings, run_analysis
 from csfbench.aggregate.selection import select_configurations
 from csfbench.report.figures import (
+    HEATMAP_FILES,
+    figure_settings,
+    heatmap_analysis,
+    heatmap_input,
+    heatmap_targets,
     parse_variant,
     rc_curves,
     top_clique_membership,
+    write_conover_heatmap,
     write_rc_curves,
     write_top_clique_map,
 )
@@ -22,11 +29,25 @@ from csfbench.report.tables import (
     selected_configuration_table,
     write_table,
 )
+from csfbench.settings import load_yaml, validate_config
 from results_synthetic import synthetic_results
+
+from conftest import REPO
+
+
+def _section(name: str, **override) -> dict:
+    """A complete config section: ``override`` with the schema's defaults filled in by validate_config."""
+    config = load_yaml(REPO / "config/config.yaml")
+    config[name] = override
+    return validate_config(config)[name]
+
+
+def _ranking(**override) -> dict:
+    return _section("ranking", **override)
 
 
 def test_best_metric_table_values_are_hand_checked():
-    best = best_metric_table(synthetic_results()).set_index("dataset")
+    best = best_metric_table(synthetic_results(), "augrc", _ranking()).set_index("dataset")
     # GEN (base 0.01) on confidnet (factor 1) at its selected dropout 1: 0.01 + mean run 0.0015 (+0.1/dataset)
     assert best.loc["test", "best"] == pytest.approx(11.5)
     assert best.loc["o_near", "best"] == pytest.approx(111.5) and best.loc["o_far", "best"] == pytest.approx(211.5)
@@ -38,10 +59,10 @@ def test_best_metric_table_values_are_hand_checked():
 
 def test_best_metric_table_without_mcd_rows_leaves_the_mcd_columns_empty():
     table = synthetic_results()
-    best = best_metric_table(table[~table.mcd])
+    best = best_metric_table(table[~table.mcd], "augrc", _ranking())
     assert best["best_mcd"].isna().all() and len(best) == 3
     with pytest.raises(ValueError, match="no selected test rows of metric 'auroc'"):
-        best_metric_table(table, metric="auroc")
+        best_metric_table(table, "auroc", _ranking())
 
 
 def test_selected_dropout_table_marks_energy_dropout_0_and_missing_variants():
@@ -69,7 +90,7 @@ def _latex_rows(tex: str) -> list[list[str]]:
 def test_tables_are_written_as_csv_and_parsable_latex(tmp_path):
     selection = select_configurations(synthetic_results())
     for name, frame in {"dropout": selected_configuration_table(selection, "dropout"),
-                        "best": best_metric_table(synthetic_results())}.items():
+                        "best": best_metric_table(synthetic_results(), "augrc", _ranking())}.items():
         write_table(frame, tmp_path / f"{name}.csv", tmp_path / f"{name}.tex", "A caption with & and _ {50%}.")
         rows = _latex_rows((tmp_path / f"{name}.tex").read_text())
         n_columns = frame.shape[1] + (frame.index.nlevels if name == "dropout" else 0)
@@ -83,7 +104,7 @@ def _ranked():
     table = pd.concat([synthetic_results(source="s1"), synthetic_results(source="s2")])
     table = table[~((table.source == "s2") & (table.dataset == "o_far"))]  # s2 has no far set
     cells = [Analysis("rc", "vgg13", False, s, r) for s in ("s1", "s2") for r in ("test", "near", "mid", "far")]
-    return rank_results(table, cells, ranking_settings(None))
+    return rank_results(table, cells, ranking_settings(_ranking()))
 
 
 def test_top_clique_membership_and_layer_table():
@@ -113,24 +134,26 @@ def test_top_clique_map_files_are_written(tmp_path):
     assert pd.read_csv(out["csv"], index_col=0).loc["GEN"].sum() == 5
 
 
-def _write_scores(path, correct, scores):
+def _write_scores(path, dataset, correct, scores):
+    """One evaluation set of a fit group's scores file (``{fit_group}.h5``: ``{dataset}/det/...``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with h5py.File(path, "w") as fh:
-        fh.create_dataset("labels", data=np.zeros(len(correct), dtype=np.int64))
-        fh.create_dataset("det/pred", data=np.zeros(len(correct), dtype=np.int64))
-        fh.create_dataset("det/correct", data=np.asarray(correct, dtype=bool))
+    with h5py.File(path, "a") as fh:
+        fh.create_dataset(f"{dataset}/labels", data=np.zeros(len(correct), dtype=np.int64))
+        fh.create_dataset(f"{dataset}/det/pred", data=np.zeros(len(correct), dtype=np.int64))
+        fh.create_dataset(f"{dataset}/det/correct", data=np.asarray(correct, dtype=bool))
         for (name, variant), conf in scores.items():
-            fh.create_dataset(f"det/{name}/{variant}", data=np.asarray(conf, dtype=np.float64))
+            fh.create_dataset(f"{dataset}/det/{name}/{variant}", data=np.asarray(conf, dtype=np.float64))
 
 
 def test_rc_curves_reproduce_the_spec_oracle_areas(tmp_path):
-    # spec 000 §4.1 case A: [0.9, 0.8, 0.7, 0.6, 0.5] -> residuals [0, 0, 1, 0, 1]: AURC 0.15667, AUGRC 0.12
+    # hand-computed: [0.9, 0.8, 0.7, 0.6, 0.5] -> residuals [0, 0, 1, 0, 1]: AURC 0.15667, AUGRC 0.12
     conf = [0.9, 0.8, 0.7, 0.6, 0.5]
-    _write_scores(tmp_path / "none/test.h5", [1, 1, 0, 1, 0], {("MSR", "none"): conf})
-    _write_scores(tmp_path / "none/ood.h5", [0, 0], {("MSR", "none"): [0.85, 0.1]})
-    _write_scores(tmp_path / "class/test.h5", [1, 1, 0, 1, 0], {("KPCA RecError", "class_pred"): conf[::-1]})
-    _write_scores(tmp_path / "class/ood.h5", [0, 0], {("KPCA RecError", "class_pred"): [0.2, 0.3]})
-    curves = rc_curves(tmp_path, {"test": "misclf", "ood": "correct_vs_ood"}, ["MSR"])
+    _write_scores(tmp_path / "none.h5", "test", [1, 1, 0, 1, 0], {("MSR", "none"): conf})
+    _write_scores(tmp_path / "none.h5", "ood", [0, 0], {("MSR", "none"): [0.85, 0.1]})
+    _write_scores(tmp_path / "class.h5", "test", [1, 1, 0, 1, 0], {("KPCA RecError", "class_pred"): conf[::-1]})
+    _write_scores(tmp_path / "class.h5", "ood", [0, 0], {("KPCA RecError", "class_pred"): [0.2, 0.3]})
+    files = [tmp_path / "none.h5", tmp_path / "class.h5"]
+    curves = rc_curves(files, {"test": "misclf", "ood": "correct_vs_ood"}, ["MSR"])
     area = {kind: -np.trapezoid(part["risk"], part["coverage"])
             for kind, part in curves[curves.dataset == "test"].groupby("kind")}
     assert area["selective"] == pytest.approx(0.1566667, abs=1e-6) and area["generalized"] == pytest.approx(0.12)
@@ -138,9 +161,9 @@ def test_rc_curves_reproduce_the_spec_oracle_areas(tmp_path):
     # correct ID (0.9, 0.8, 0.6) vs OOD (0.85, 0.1): 5 samples, coverage 1 -> 0
     assert ood["coverage"].iloc[0] == 1.0 and ood["risk"].iloc[0] == pytest.approx(2 / 5)
     with pytest.raises(ValueError, match="'Energy' is not in"):
-        rc_curves(tmp_path, {"test": "misclf"}, ["Energy"])
+        rc_curves(files, {"test": "misclf"}, ["Energy"])
     out = {k: tmp_path / f"rc.{k}" for k in ("csv", "png", "pdf")}
-    write_rc_curves(tmp_path, {"test": "id", "ood": "semantic"}, ["MSR", "KPCA RecError class_pred"], None, "t",
+    write_rc_curves(files, {"test": "id", "ood": "semantic"}, ["MSR", "KPCA RecError class_pred"], _ranking(), "t",
                     out["csv"], out["png"], out["pdf"])
     assert set(pd.read_csv(out["csv"])["csf"]) == {"MSR", "KPCA RecError class_pred"}
     assert out["png"].stat().st_size > 5000 and out["pdf"].read_bytes()[:5] == b"%PDF-"
@@ -150,3 +173,95 @@ def test_parse_variant():
     assert parse_variant("KPCA RecError class_pred") == ("KPCA RecError", "class_pred")
     assert parse_variant("MSR") == ("MSR", "none") and parse_variant("PCA RecError") == ("PCA RecError", "none")
     assert parse_variant("Energy global") == ("Energy", "global")
+
+
+# --- Figure 2 analogue: the Conover p-value heatmap of one ranking analysis -------------------------
+
+def _random_cell(seed: int = 5, n_datasets: int = 4, k: int = 7) -> pd.DataFrame:
+    """Rows of one ranking cell (blocks dataset x paradigm x metric, 2 runs averaged) with random values."""
+    rng = np.random.default_rng(seed)
+    shift = np.linspace(0.0, 0.02, k)
+    return pd.DataFrame([{"dataset": f"d{d}", "paradigm": p, "metric": "augrc", "run": run, "entity": f"CSF{j}",
+                          "value": 0.1 + shift[j] + 0.01 * rng.normal()}
+                         for d in range(n_datasets) for p in ("confidnet", "dg") for run in (1, 2)
+                         for j in range(k)])
+
+
+@pytest.mark.parametrize("p_adjust", ["none", "holm"])
+def test_conover_heatmap_matrix_is_scikit_posthocs_conover_of_the_cell(tmp_path, p_adjust):
+    import json
+
+    import scikit_posthocs as sp
+
+    rows = _random_cell()
+    cell = Analysis("augrc", "vgg13", False, "s1", "test")
+    result = run_analysis(rows, cell, ranking_settings(_ranking(p_adjust=p_adjust)))
+    assert result["status"] == "ok"
+    (tmp_path / "cell.json").write_text(json.dumps(result))
+    out = {k: tmp_path / f"heatmap.{k}" for k in ("csv", "png", "pdf")}
+    written = write_conover_heatmap(tmp_path / "cell.json", out["csv"], out["png"], out["pdf"])
+    matrix = pd.read_csv(out["csv"], index_col=0)
+    # independent reference: the blocks x entities matrix of run means, scikit-posthocs' Conover-Friedman
+    blocks = rows.groupby(["dataset", "paradigm", "metric", "entity"])["value"].mean().unstack("entity")
+    reference = sp.posthoc_conover_friedman(blocks.to_numpy(), p_adjust=None if p_adjust == "none" else "holm")
+    reference.index = reference.columns = blocks.columns
+    order = list(result["mean_ranks"])  # best first
+    assert list(matrix.index) == list(matrix.columns) == order
+    assert order == list(blocks.rank(axis=1).mean().sort_values(kind="stable").index)
+    np.testing.assert_allclose(matrix.to_numpy(), reference.loc[order, order].to_numpy(), rtol=1e-12, atol=1e-15)
+    assert (matrix.to_numpy() < 0.05).any() and (matrix.to_numpy() >= 0.05).sum() > len(order)  # not degenerate
+    pd.testing.assert_frame_equal(written, matrix, check_names=False)
+    assert out["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out["png"].stat().st_size > 5000
+    assert out["pdf"].read_bytes()[:5] == b"%PDF-"
+
+
+def test_conover_heatmap_of_a_skipped_or_gated_analysis(tmp_path):
+    import json
+
+    cell = Analysis("augrc", "vgg13", False, "s1", "mid")
+    skipped = run_analysis(None, cell, ranking_settings(_ranking()))
+    (tmp_path / "skipped.json").write_text(json.dumps(skipped))
+    out = {k: tmp_path / f"skipped.{k}" for k in ("csv", "png", "pdf")}
+    assert write_conover_heatmap(tmp_path / "skipped.json", out["csv"], out["png"], out["pdf"]).empty
+    assert pd.read_csv(out["csv"]).empty and out["pdf"].read_bytes()[:5] == b"%PDF-"
+    # a gated cell (the omnibus test does not reject): the Conover p-values are still drawn
+    rows = _random_cell(seed=1, n_datasets=1, k=4).assign(value=lambda t: 0.1 + 0.01 * np.random.default_rng(2)
+                                                          .normal(size=len(t)))
+    gated = run_analysis(rows, cell, ranking_settings(_ranking(omnibus_gate=True)))
+    assert gated["omnibus"]["rejected"] is False and gated["omnibus"]["posthoc_applied"] is False
+    (tmp_path / "gated.json").write_text(json.dumps(gated))
+    out = {k: tmp_path / f"gated.{k}" for k in ("csv", "png", "pdf")}
+    matrix = write_conover_heatmap(tmp_path / "gated.json", out["csv"], out["png"], out["pdf"])
+    assert matrix.shape == (4, 4) and out["png"].stat().st_size > 5000
+
+
+def _demo_config(**heatmap) -> dict:
+    config = load_yaml(REPO / "config/config.yaml")
+    config.setdefault("figures", {})["heatmap"] = heatmap
+    return validate_config(config)
+
+
+def test_heatmap_analysis_defaults_to_the_papers_figure_2_cell():
+    config = _demo_config()
+    # schema default: the paper's cell (AUGRC, first backbone, non-MCD, first source, ID test set)
+    assert config["figures"]["heatmap"] == {"group": "augrc", "backbone": None, "mcd": False, "source": None,
+                                            "regime": "test"}
+    first_backbone, first_source = next(iter(config["backbones"])), next(iter(config["sources"]))
+    assert heatmap_analysis(config) == Analysis("augrc", first_backbone, False, first_source, "test")
+    assert heatmap_input(config) == f"results/tables/rankings/augrc/{first_backbone}_det_{first_source}_test.json"
+    chosen = _demo_config(group="rc", backbone="vgg13", mcd=True, source="demo40", regime="near")
+    assert heatmap_analysis(chosen).name == "rc/vgg13_mcd_demo40_near"
+    with pytest.raises(ValueError, match=r"figures.heatmap: the config ranks no analysis augrc/vit_mcd_"):
+        heatmap_analysis(_demo_config(backbone="vit", mcd=True))  # the demo ViT has no MC-dropout models
+    with pytest.raises(ValueError, match="figures.heatmap: the config ranks no analysis nope/"):
+        heatmap_analysis(_demo_config(group="nope"))
+    assert heatmap_targets() == [HEATMAP_FILES["png"], HEATMAP_FILES["pdf"], HEATMAP_FILES["csv"]] == [
+        "results/figures/conover_heatmap.png", "results/figures/conover_heatmap.pdf",
+        "results/tables/conover_heatmap.csv"]
+
+
+def test_figure_settings_take_the_complete_section():
+    section = _section("figures")
+    assert figure_settings(section) == section and section["clique_map_group"] == "rc"
+    with pytest.raises(ValueError, match=r"figures: missing setting\(s\) \['clique_map_group'"):
+        figure_settings({})

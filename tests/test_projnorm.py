@@ -92,12 +92,37 @@ def test_stress_table_applies_the_corruption_regression():
     fit = stats.linregress(cov["ProjNorm"], cov["test_error"])
     expected = fit.intercept + fit.slope * per_set.set_index("dataset").loc["pgd-eps8", "ProjNorm"]
     assert table.set_index("dataset").loc["pgd-eps8", "ProjNorm"] == pytest.approx(expected)
+    # the MSE covers the clean test set (ε = 0) and the adversarial sets, as the paper's Table 9; the
+    # ε > 0 mean is an extra column
     adv = table[table.attack == "pgd"]
-    assert mse.set_index("predictor").loc["ATC", "mse"] == pytest.approx(np.mean((adv["ATC"] - adv["test_error"]) ** 2))
+    atc = mse.set_index("predictor").loc["ATC"]
+    assert atc["mse"] == pytest.approx(np.mean((table["ATC"] - table["test_error"]) ** 2))
+    assert atc["mse_eps_positive"] == pytest.approx(np.mean((adv["ATC"] - adv["test_error"]) ** 2))
     spec = {"source": "s", "backbone": "vgg13", "paradigm": "dg", "dropout": 1, "reward": 2.2, "run": 1}
     rows = metric_rows({"m": spec}, per_set, correlations(per_set), table)
     assert list(rows.columns) == COLUMNS and not rows.duplicated([c for c in COLUMNS if c != "value"]).any()
     assert set(rows["metric"]) == {"test_error", "predictor_value", "r2", "spearman", "predicted_error"}
+
+
+def test_stress_mse_includes_the_clean_test_set_by_hand():
+    """Yu et al., "Predicting Out-of-Distribution Error with the Projection Norm" (ICML 2022), App. E:
+    Table 9's MSE is over every column of Table 10, the first being the clean test set (ε = 0).
+
+    Covariate sets x = 0, 1, 2 with errors 0.1, 0.3, 0.5 give the exact fit ŷ = 0.1 + 0.2 x; the clean
+    set (x = 0.5, error 0.05) is predicted 0.2, pgd ε = 2 (x = 1.5, error 0.6) 0.4 and pgd ε = 8
+    (x = 2.5, error 1.0) 0.6: squared errors 0.0225, 0.04 and 0.16.
+    """
+    rows = [{"dataset": f"corrupt-contrast-{i + 1}", "shift_type": "covariate", "test_error": e, "ProjNorm": x}
+            for i, (x, e) in enumerate(((0.0, 0.1), (1.0, 0.3), (2.0, 0.5)))]
+    rows += [{"dataset": "test", "shift_type": "id", "test_error": 0.05, "ProjNorm": 0.5},
+             {"dataset": "pgd-eps2", "shift_type": "adversarial", "test_error": 0.6, "ProjNorm": 1.5},
+             {"dataset": "pgd-eps8", "shift_type": "adversarial", "test_error": 1.0, "ProjNorm": 2.5}]
+    per_set = pd.DataFrame([{"source": "s", "model": "m", **r} for r in rows])
+    table, mse = stress_table(per_set)
+    assert table["ProjNorm"].tolist() == pytest.approx([0.2, 0.4, 0.6])
+    assert mse.to_dict("records") == [{"source": "s", "model": "m", "predictor": "ProjNorm",
+                                       "mse": pytest.approx((0.0225 + 0.04 + 0.16) / 3),
+                                       "mse_eps_positive": pytest.approx((0.04 + 0.16) / 2)}]
 
 
 # ------------------------------------------------------------------ ProjNorm on a trained micro model

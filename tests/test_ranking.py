@@ -1,10 +1,13 @@
-"""Ranking analysis on the results table (spec 000 §5 after V3): cells, blocks, skip reasons, files."""
+"""Ranking analysis on the results table (Claros-Olivares & Brockmeier, §4.2 and App. C, after the
+validation-based selection): cells, blocks, skip reasons, the omnibus gate, files."""
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from csfbench.aggregate.ranking import (
     Analysis,
@@ -12,16 +15,25 @@ from csfbench.aggregate.ranking import (
     output_paths,
     rank_results,
     ranked_rows,
+    ranking_frame,
     ranking_settings,
     run_analysis,
+    summary_row,
     write_rankings,
 )
 from csfbench.aggregate.selection import selected_rows
-from csfbench.config import load_config
+from csfbench.settings import load_config, load_yaml, validate_config
 from csfbench.stats import rank_table
 from results_synthetic import synthetic_results
 
 from conftest import REPO
+
+
+def _ranking(**override) -> dict:
+    """A complete ``ranking`` section: ``override`` with the schema's defaults filled in by validate_config."""
+    config = load_yaml(REPO / "config/config.yaml")
+    config["ranking"] = override
+    return validate_config(config)["ranking"]
 
 
 def _result(results, **key):
@@ -31,7 +43,7 @@ def _result(results, **key):
 
 
 def test_blocks_are_dataset_paradigm_metric_with_runs_averaged():
-    settings = ranking_settings(None)
+    settings = ranking_settings(_ranking())
     results = rank_results(synthetic_results(), [Analysis("rc", "vgg13", False, "s1", "near")], settings)
     (result,) = results
     assert result["status"] == "ok"
@@ -46,11 +58,11 @@ def test_blocks_are_dataset_paradigm_metric_with_runs_averaged():
 
 def test_cell_values_match_an_independent_pivot_of_the_selected_rows():
     table = synthetic_results()
-    settings = ranking_settings({"blocks": ["dataset", "paradigm", "metric", "run"]})
+    settings = ranking_settings(_ranking(blocks=["dataset", "paradigm", "metric", "run"]))
     (result,) = rank_results(table, [Analysis("augrc", "vgg13", True, "s1", "far")], settings)
     sel = selected_rows(table)
     rows = sel[(sel.mcd) & (sel.dataset == "o_far") & (sel.scheme == "correct_vs_ood") & (sel.metric == "augrc")]
-    rows = rows.assign(entity=rows.csf + rows.projection.map(lambda p: "" if p == "none" else f" {p}"))
+    rows = rows.assign(entity=rows.csf + rows.variant.map(lambda p: "" if p == "none" else f" {p}"))
     expected = rank_table(rows, ["dataset", "paradigm", "metric", "run"], "entity", "value")
     assert result["n_blocks"] == 4  # 2 paradigms × 2 runs: run is a block column here
     assert result["mean_ranks"] == expected["mean_ranks"] and result["pvalues"] == expected["pvalues"]
@@ -59,7 +71,7 @@ def test_cell_values_match_an_independent_pivot_of_the_selected_rows():
 
 
 def test_regimes_and_schemes_select_the_right_rows():
-    rows = ranked_rows(selected_rows(synthetic_results()), ranking_settings(None))
+    rows = ranked_rows(selected_rows(synthetic_results()), ranking_settings(_ranking()))
     assert set(zip(rows["dataset"], rows["cell_regime"], rows["scheme"])) == {
         ("test", "test", "misclf"), ("o_near", "near", "correct_vs_ood"), ("o_far", "far", "correct_vs_ood")}
     assert set(rows["entity"]) == {"GEN", "MSR", "MSR global", "Energy"}
@@ -67,7 +79,7 @@ def test_regimes_and_schemes_select_the_right_rows():
 
 def test_degenerate_cells_are_skipped_with_a_reason():
     table = synthetic_results()
-    settings = ranking_settings(None)
+    settings = ranking_settings(_ranking())
     cells = [Analysis("augrc", "vgg13", False, "s1", "mid"),      # no mid set
              Analysis("augrc", "vit", False, "s1", "test"),       # no such backbone
              Analysis("augrc", "vgg13", False, "s1", "test")]     # 1 dataset × 2 paradigms × 1 metric = 2 blocks
@@ -78,7 +90,7 @@ def test_degenerate_cells_are_skipped_with_a_reason():
     one_paradigm = table[table.paradigm == "dg"]
     (skipped,) = rank_results(one_paradigm, cells[2:], settings)
     assert skipped["status"] == "skipped" and "at least 2 complete blocks" in skipped["reason"]
-    single = table[(table.csf == "MSR") & (table.projection == "none")]
+    single = table[(table.csf == "MSR") & (table.variant == "none")]
     (skipped,) = rank_results(single, cells[2:], settings)
     assert "at least 2 entities" in skipped["reason"]
     assert run_analysis(None, cells[0], settings)["status"] == "skipped"
@@ -90,23 +102,38 @@ def test_degenerate_cells_are_skipped_with_a_reason():
 def test_incomplete_blocks_are_dropped_and_listed():
     table = synthetic_results()
     table = table[~((table.csf == "GEN") & (table.paradigm == "dg") & (table.dataset == "o_near"))]
-    (result,) = rank_results(table, [Analysis("rc", "vgg13", False, "s1", "near")], ranking_settings(None))
+    (result,) = rank_results(table, [Analysis("rc", "vgg13", False, "s1", "near")], ranking_settings(_ranking()))
     assert result["n_blocks"] == 2 and len(result["dropped_blocks"]) == 2
     assert all(d["missing"] == ["GEN"] and d["block"]["paradigm"] == "dg" for d in result["dropped_blocks"])
 
 
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="ranking.blocks"):
-        ranking_settings({"blocks": ["csf"]})
+        ranking_settings({**_ranking(), "blocks": ["csf"]})
     with pytest.raises(ValueError, match="one orientation"):
-        ranking_settings({"metric_groups": {"mixed": ["augrc", "auroc"]}})
-    assert ranking_settings({"schemes": {"covariate": "failure"}})["schemes"]["semantic"] == "correct_vs_ood"
+        ranking_settings(_ranking(metric_groups={"mixed": ["augrc", "auroc"]}))
+    # the schema fills in the nested defaults (validate_config); ranking_settings merges nothing itself
+    assert ranking_settings(_ranking(schemes={"covariate": "failure"}))["schemes"]["semantic"] == "correct_vs_ood"
+    with pytest.raises(ValueError, match=r"missing setting\(s\) \['alpha'"):
+        ranking_settings({})
+    with pytest.raises(ValueError, match="missing setting"):
+        ranking_settings(None)
+
+
+def test_schema_defaults_are_the_paper_compatible_settings():
+    defaults = _ranking()
+    assert defaults == {"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False,
+                        "blocks": ["dataset", "paradigm", "metric"],
+                        "metric_groups": {"rc": ["augrc", "aurc"], "augrc": ["augrc"], "aurc": ["aurc"]},
+                        "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf",
+                                    "adversarial": "misclf"}}
+    assert ranking_settings(defaults) == defaults
 
 
 def test_analyses_of_the_demo_config_cover_mcd_only_where_it_exists():
     config = load_config(REPO / "config/config.yaml")
     cells = analyses(config)
-    groups = len(ranking_settings(config.get("ranking"))["metric_groups"])
+    groups = len(ranking_settings(config["ranking"])["metric_groups"])
     # vgg13: non-MCD and MCD; the demo ViT has no dropout models, so no MCD cells
     assert len(cells) == groups * 3 * len(config["sources"]) * 6
     assert not any(c.mcd and c.backbone == "vit" for c in cells)
@@ -118,9 +145,9 @@ def test_written_files_are_complete_and_deterministic(tmp_path):
     table_path = tmp_path / "results.parquet"
     synthetic_results().sample(frac=1.0, random_state=3).to_parquet(table_path, index=False)
     cells = [Analysis("rc", "vgg13", False, "s1", r) for r in ("test", "near", "mid")]
-    write_rankings(table_path, None, cells, tmp_path / "a", tmp_path / "a.csv")
+    write_rankings(table_path, _ranking(), cells, tmp_path / "a", tmp_path / "a.csv")
     synthetic_results().to_parquet(table_path, index=False)
-    write_rankings(table_path, None, cells, tmp_path / "b", tmp_path / "b.csv")
+    write_rankings(table_path, _ranking(), cells, tmp_path / "b", tmp_path / "b.csv")
     paths_a, paths_b = output_paths(tmp_path / "a", cells), output_paths(tmp_path / "b", cells)
     for a, b in zip(paths_a["json"] + paths_a["csv"], paths_b["json"] + paths_b["csv"]):
         assert open(a).read() == open(b).read()
@@ -132,3 +159,60 @@ def test_written_files_are_complete_and_deterministic(tmp_path):
     summary = pd.read_csv(tmp_path / "a.csv")
     assert summary["status"].tolist() == ["ok", "ok", "skipped"]
     assert summary.loc[1, "top_clique"] == "GEN"
+    # every analysis records the omnibus test in its JSON and in the summary
+    for json_path, row in zip(paths_a["json"], summary.itertuples()):
+        result = json.loads(open(json_path).read())
+        if result["status"] != "ok":
+            assert pd.isna(row.omnibus_rejected) and pd.isna(row.iman_davenport_p)
+            continue
+        assert row.friedman_chi2 == pytest.approx(result["friedman"]["statistic"])
+        assert row.iman_davenport_p == pytest.approx(result["iman_davenport"]["pvalue"])
+        assert row.omnibus_rejected == result["omnibus"]["rejected"] and row.omnibus_gate == False  # noqa: E712
+        assert row.posthoc_applied == True  # noqa: E712
+
+
+# 6 blocks (datasets) x 4 CSF variants whose Iman–Davenport test does not reject at 0.05 (p = 0.1375) while
+# one unadjusted Conover pair differs (GEN vs MSR global, p = 0.0443); values are the ranks
+GATE_VALUES = {"GEN": [3, 3, 4, 2, 4, 4], "MSR": [1, 1, 3, 4, 2, 1], "MSR global": [2, 2, 1, 3, 1, 2],
+               "Energy": [4, 4, 2, 1, 3, 3]}
+
+
+def _gate_rows() -> pd.DataFrame:
+    return pd.DataFrame([{"dataset": f"d{b}", "paradigm": "confidnet", "metric": "augrc", "run": run,
+                          "entity": entity, "value": 0.01 * value + 0.0001 * run}
+                         for entity, values in GATE_VALUES.items() for b, value in enumerate(values)
+                         for run in (1, 2)])
+
+
+def test_omnibus_statistics_are_recorded_as_scipy_computes_them():
+    cell = Analysis("augrc", "vgg13", False, "s1", "near")
+    result = run_analysis(_gate_rows(), cell, _ranking())
+    matrix = np.array(list(GATE_VALUES.values()), dtype=float).T  # blocks x entities (runs averaged)
+    n, k = matrix.shape
+    chi2, p_chi2 = stats.friedmanchisquare(*matrix.T)
+    f = (n - 1) * chi2 / (n * (k - 1) - chi2)
+    assert result["friedman"]["statistic"] == pytest.approx(chi2)
+    assert result["friedman"]["pvalue"] == pytest.approx(p_chi2)
+    assert result["iman_davenport"]["statistic"] == pytest.approx(f)
+    assert result["iman_davenport"]["pvalue"] == pytest.approx(stats.f.sf(f, k - 1, (k - 1) * (n - 1)))
+    assert result["omnibus"]["rejected"] is False and result["omnibus"]["df"] == [3, 15]
+    row = summary_row(result)
+    assert row["friedman_chi2"] == result["friedman"]["statistic"] and row["omnibus_rejected"] is False
+    assert row["iman_davenport_f"] == result["iman_davenport"]["statistic"]
+
+
+def test_omnibus_gate_setting_makes_a_non_rejecting_cell_one_layer():
+    cell = Analysis("augrc", "vgg13", False, "s1", "near")
+    ungated = run_analysis(_gate_rows(), cell, _ranking())
+    gated = run_analysis(_gate_rows(), cell, _ranking(omnibus_gate=True))
+    assert ungated["pvalues"]["GEN"]["MSR global"] == pytest.approx(0.044251, abs=1e-6)
+    assert [layer["members"] for layer in ungated["layers"]] == [["MSR global", "MSR", "Energy"]]  # GEN: none
+    everyone = ["MSR global", "MSR", "Energy", "GEN"]  # by mean rank
+    assert gated["omnibus"]["gate"] is True and gated["omnibus"]["posthoc_applied"] is False
+    assert gated["cliques"] == [everyone]
+    assert [layer["members"] for layer in gated["layers"]] == [everyone]
+    assert gated["layers"][0]["mean_rank"] == pytest.approx(2.5)
+    frame = ranking_frame(gated)
+    assert frame["layer"].tolist() == [1, 1, 1, 1] and frame["top_clique"].all()
+    assert summary_row(gated)["top_clique"] == "MSR global; MSR; Energy; GEN"
+    assert summary_row(gated)["posthoc_applied"] is False

@@ -6,8 +6,10 @@ import pytest
 from pylatexenc.latexwalker import LatexWalker
 
 from csfbench.aggregate.ranking import Analysis, analyses
-from csfbench.config import eval_datasets, load_config
+from csfbench.grid import eval_datasets
+from csfbench.report.figures import heatmap_analysis
 from csfbench.report.targets import rc_model
+from csfbench.settings import load_config
 from micro_run import MICRO, finished_micro_run
 
 pytestmark = pytest.mark.workflow
@@ -38,6 +40,11 @@ def test_every_analysis_is_ranked_or_skipped_with_a_reason(run):
     assert ("rc", "vgg13", False, "mid") not in ok  # the micro config has no mid set
     skipped = summary[summary.status == "skipped"]
     assert skipped["reason"].str.len().gt(0).all()
+    # the omnibus test of every ranked analysis is in the summary (gate off by default: post-hoc always applied)
+    ranked = summary[summary.status == "ok"]
+    assert ranked[["friedman_chi2", "friedman_p", "iman_davenport_f", "iman_davenport_p"]].notna().all().all()
+    assert set(ranked["omnibus_rejected"]) <= {True, False} and not ranked["omnibus_gate"].any()
+    assert ranked["posthoc_applied"].all()
 
 
 def test_figures_and_tables_are_written(run):
@@ -54,6 +61,18 @@ def test_figures_and_tables_are_written(run):
     assert {"test", "near", "noise"} <= set(best["dataset"])
     vgg = best[best.backbone == "vgg13"]
     assert vgg["best_mcd"].notna().all() and best[best.backbone == "vit"]["best_mcd"].isna().all()
+    # Figure 2 analogue: the Conover p-values of the figures.heatmap analysis (default: augrc, first
+    # backbone, non-MCD, first source, ID test set), as the ranking JSON has them
+    assert (run / "figures/conover_heatmap.png").stat().st_size > 5000
+    assert (run / "figures/conover_heatmap.pdf").read_bytes()[:5] == b"%PDF-"
+    cell = heatmap_analysis(config)
+    assert cell == Analysis("augrc", "vgg13", False, "demo10", "test")
+    result = json.loads((run / f"tables/rankings/{cell.name}.json").read_text())
+    matrix = pd.read_csv(run / "tables/conover_heatmap.csv", index_col=0)
+    assert result["status"] == "ok" and list(matrix.index) == list(result["mean_ranks"])
+    order = list(result["mean_ranks"])
+    expected = pd.DataFrame(result["pvalues"]).T.loc[order, order].astype(float)
+    pd.testing.assert_frame_equal(matrix, expected, check_names=False, rtol=1e-12)
     curves = pd.read_csv(run / "tables/rc_curves_demo10.csv")
     model = rc_model(config, "demo10")
     assert set(curves["csf"]) == set(config["figures"]["rc_curves"]["csfs"])

@@ -234,6 +234,82 @@ def test_perfect_agreement_and_all_ties():
     assert result["cliques"] == [["a"], ["b"], ["c"]]
     with pytest.raises(StatsInputError, match="ties all entities"):
         rank_blocks(pd.DataFrame(np.ones((3, 3)), columns=["a", "b", "c"]))
+    # an infinite F has p = 0: the omnibus test rejects, so the gate changes nothing
+    assert result["omnibus"]["rejected"] is True
+    gated = rank_blocks(pd.DataFrame(values, columns=["a", "b", "c"]), omnibus_gate=True)
+    assert gated["cliques"] == result["cliques"] and gated["omnibus"]["posthoc_applied"] is True
+
+
+# --- the omnibus test and its gate (the paper, App. C: post-hoc only once Iman–Davenport rejects) ---
+
+# 6 blocks x 4 entities (columns a, b, c, d: ranks 1..4, no ties) where Iman–Davenport does NOT reject at
+# 0.05 (F = 2.1429, p = 0.1375) while an unadjusted Conover pair does (a vs c: p = 0.0443).
+GATE_RANKS = [[3, 1, 2, 4], [3, 1, 2, 4], [4, 3, 1, 2], [2, 4, 3, 1], [4, 2, 1, 3], [4, 1, 2, 3]]
+
+
+def _omnibus_reference(values: np.ndarray) -> tuple[float, float, float, float]:
+    """Friedman's Q and p from scipy; Iman–Davenport F = (N−1)Q/(N(k−1)−Q) and its F(k−1, (k−1)(N−1))
+    p-value, by hand."""
+    n, k = values.shape
+    q, p_chi2 = stats.friedmanchisquare(*values.T)
+    f = (n - 1) * q / (n * (k - 1) - q)
+    return float(q), float(p_chi2), float(f), float(stats.f.sf(f, k - 1, (k - 1) * (n - 1)))
+
+
+def omnibus_cases():
+    rng = np.random.default_rng(11)
+    yield np.array(GATE_RANKS, dtype=float)
+    yield np.array(RANKS, dtype=float)
+    for n, k in [(5, 3), (12, 6), (30, 9)]:
+        yield rng.normal(size=(n, k)) + np.linspace(0, 0.6, k)
+        yield rng.integers(0, 4, size=(n, k)).astype(float)  # ties: scipy's tie-corrected Q
+
+
+@pytest.mark.parametrize("values", list(omnibus_cases()), ids=lambda v: f"{v.shape[0]}x{v.shape[1]}")
+@pytest.mark.parametrize("gate", [False, True])
+def test_every_result_records_the_omnibus_test_as_scipy_computes_it(values, gate):
+    n, k = values.shape
+    q, p_chi2, f, p_f = _omnibus_reference(values)
+    result = rank_blocks(pd.DataFrame(values, columns=[f"e{j}" for j in range(k)]), omnibus_gate=gate)
+    assert result["friedman"]["statistic"] == pytest.approx(q, rel=1e-12)
+    assert result["friedman"]["pvalue"] == pytest.approx(p_chi2, rel=1e-9)
+    assert result["iman_davenport"]["statistic"] == pytest.approx(f, rel=1e-12)
+    assert result["iman_davenport"]["pvalue"] == pytest.approx(p_f, rel=1e-9)
+    assert result["omnibus"] == {"test": "iman_davenport", "alpha": 0.05, "df": [k - 1, (k - 1) * (n - 1)],
+                                 "rejected": p_f < 0.05, "gate": gate, "posthoc_applied": p_f < 0.05 or not gate}
+
+
+def test_omnibus_gate_makes_a_non_rejecting_cell_one_layer_of_every_entity():
+    frame = pd.DataFrame(np.array(GATE_RANKS, dtype=float), columns=list("abcd"))
+    q, p_chi2, f, p_f = _omnibus_reference(frame.to_numpy())
+    assert p_f == pytest.approx(0.137543, abs=1e-6) and f == pytest.approx(2.142857, abs=1e-6)
+    assert q == pytest.approx(5.4)
+    ungated = rank_blocks(frame)
+    gated = rank_blocks(frame, omnibus_gate=True)
+    # without the gate (the paper's published cliques) the unadjusted Conover a-c pair splits the cell:
+    # cliques {c, b, d} and {b, d, a}; the greedy layering keeps the first, a is in no layer
+    assert ungated["pvalues"]["a"]["c"] == pytest.approx(0.044251, abs=1e-6)
+    assert ungated["cliques"] == [["c", "b", "d"], ["b", "d", "a"]]
+    assert [layer["members"] for layer in ungated["layers"]] == [["c", "b", "d"]]
+    assert ungated["omnibus"]["rejected"] is False and ungated["omnibus"]["posthoc_applied"] is True
+    # with the gate: Iman–Davenport does not reject, every entity is indifferent: one clique, one layer
+    everyone = list(ungated["mean_ranks"])  # best first
+    assert gated["omnibus"] == {"test": "iman_davenport", "alpha": 0.05, "df": [3, 15], "rejected": False,
+                                "gate": True, "posthoc_applied": False}
+    assert gated["cliques"] == [everyone]
+    assert gated["layers"] == [{"members": everyone, "mean_rank": pytest.approx(2.5)}]  # (k + 1) / 2
+    # the statistics and the (unused) Conover p-values are still reported
+    for key in ("friedman", "iman_davenport", "mean_ranks", "pvalues", "n_blocks"):
+        assert gated[key] == ungated[key]
+    text = format_summary(gated)
+    assert "does not reject" in text and "every entity indifferent (one layer)" in text
+
+
+def test_omnibus_gate_changes_nothing_where_the_test_rejects(example, unadjusted):
+    gated = rank_table(example, BLOCKS, "csf", "score", omnibus_gate=True)
+    assert unadjusted["omnibus"]["rejected"] is True and gated["omnibus"]["gate"] is True
+    assert {k: v for k, v in gated.items() if k != "omnibus"} == {
+        k: v for k, v in unadjusted.items() if k != "omnibus"}
 
 
 # --- indifference graph, cliques, layers -------------------------------------------------------
@@ -324,6 +400,7 @@ def test_summary_text(unadjusted):
     text = format_summary(unadjusted)
     assert "Friedman chi2 = 46.162 (p = 8.418e-09)" in text
     assert "Iman-Davenport F = 22.410" in text
+    assert "omnibus test (Iman-Davenport) rejects equal mean ranks at alpha = 0.05; gate off" in text
     assert "layer 1: mean rank 1.933: GEN, Confidence" in text
     assert "in no layer: fDBD" in text
 

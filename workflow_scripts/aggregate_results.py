@@ -1,5 +1,5 @@
-from csfbench.jobs import aggregate_results
 from csfbench.logs import job_logging
+from csfbench.stages.aggregate import aggregate_results
 
 with job_logging(snakemake.log[0], snakemake.threads):
     aggregate_results(list(snakemake.input.metrics), snakemake.output.table, snakemake.output.selection,

@@ -1,10 +1,12 @@
 import json
 
-from csfbench.jobs import projnorm_shift
 from csfbench.logs import job_logging
+from csfbench.specs import EvalSet, ModelSpec
+from csfbench.stages.projnorm import projnorm_shift
 
 with job_logging(snakemake.log[0], snakemake.threads):
-    projnorm_shift(json.loads(snakemake.params.spec), json.loads(snakemake.params.eval_set),
+    partner = json.loads(snakemake.params.partner_spec)
+    projnorm_shift(ModelSpec.from_json(snakemake.params.spec), EvalSet.from_json(snakemake.params.eval_set),
                    json.loads(snakemake.params.settings), snakemake.input.checkpoint, snakemake.input.reference,
-                   snakemake.output.result, json.loads(snakemake.params.partner_spec),
+                   snakemake.output.result, ModelSpec.from_dict(partner) if partner else None,
                    snakemake.input.get("partner"))

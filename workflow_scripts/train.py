@@ -1,8 +1,7 @@
-import json
-
-from csfbench.jobs import train
 from csfbench.logs import job_logging
+from csfbench.specs import ModelSpec
+from csfbench.stages.train import train
 
 with job_logging(snakemake.log[0], snakemake.threads):
-    train(json.loads(snakemake.params.spec), snakemake.output.checkpoint, snakemake.output.history,
+    train(ModelSpec.from_json(snakemake.params.spec), snakemake.output.checkpoint, snakemake.output.history,
           num_workers=snakemake.params.num_workers)

@@ -9,7 +9,8 @@ from csfbench.errors import CsfbenchError
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from csfbench.config import iter_models, load_config
+    from csfbench.grid import iter_models
+    from csfbench.settings import load_config
 
     config = load_config(args.config)
     n_models = len(list(iter_models(config)))

@@ -29,15 +29,15 @@ def summarize(results: Path) -> str:
                      "test_acc": round(_test_accuracy(test), 4) if test.is_file() else None,
                      "feature_files": len(files),
                      "MB": round(sum(f.stat().st_size for f in files) / 2**20, 2),
-                     "metric_files": len(list((results / "metrics" / source / model).glob("*/*.parquet")))})
+                     "metric_files": len(list((results / "metrics" / source / model).glob("*.parquet")))})
     if not rows:
         return f"no trained models under {results}/models"
     table = pd.DataFrame(rows)
     lines = [table.to_string(index=False), "",
              f"{len(table)} models, {int(table['feature_files'].sum())} feature files "
              f"({table['MB'].sum():.1f} MB) under {results.resolve() / 'features'}",
-             f"{int(table['metric_files'].sum())} metric files (one per model, projection group and "
-             f"evaluation set) under {results.resolve() / 'metrics'}"]
+             f"{int(table['metric_files'].sum())} metric files (one per model and CSF fit group, "
+             f"covering every evaluation set) under {results.resolve() / 'metrics'}"]
     report = results / "report.html"
     if report.is_file():
         lines.append(f"report: {report.resolve()}")

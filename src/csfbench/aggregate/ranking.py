@@ -1,7 +1,9 @@
-"""The paper's ranking analysis on the results table (spec 000 §5, Figure 1) after V3 selection.
+"""The paper's ranking analysis on the results table after validation-based model selection
+(Claros-Olivares & Brockmeier, §4.2–4.3, App. C, Figure 1).
 
 One *analysis* (cell) = metric group × backbone × MCD flag × source × evaluation regime. Its rows are
-the validation-selected (V3) test-split rows of that cell; its entities are the CSF variants
+the validation-selected (:mod:`csfbench.aggregate.selection`) test-split rows of that cell; its
+entities are the CSF variants
 (``"MSR"``, ``"MSR global"``, ``"KPCA RecError class_pred"``: CSF name, then the projection unless it
 is ``none``); its blocks are the ``blocks`` columns (default dataset × paradigm × metric, the
 paper-time Figure 1 design; add ``run`` for the worked example's design), with the runs averaged
@@ -11,8 +13,17 @@ metrics of one orientation.
 
 Regimes: ``test`` (the ID test set, misclassification), the semantic regimes ``near``/``mid``/``far``
 (the rows' ``regime``), ``covariate`` and ``adversarial``. The failure scheme of each shift type is a
-setting (:data:`DEFAULTS`: the paper's protocols, ``misclf`` within ID/covariate/adversarial sets and
-``correct_vs_ood`` for semantic sets).
+setting (``ranking.schemes``; the schema's defaults are the paper's protocols, ``misclf`` within
+ID/covariate/adversarial sets and ``correct_vs_ood`` for semantic sets).
+
+Every analysis records the Friedman and Iman–Davenport statistics and p-values and whether the omnibus
+test rejected equal mean ranks at ``alpha`` (JSON ``friedman``, ``iman_davenport``, ``omnibus``; summary
+columns ``friedman_*``, ``iman_davenport_*``, ``omnibus_*``). ``ranking.omnibus_gate`` (default false,
+the paper's published cliques) makes a cell whose omnibus test does not reject one clique and one layer of
+all its CSF variants (:func:`csfbench.stats.rank_table`).
+
+Settings: the config's ``ranking`` section as :func:`csfbench.settings.validate_config` completes it
+from ``config/schema.yaml`` (every default lives there); :func:`ranking_settings` only checks it.
 
 Every declared analysis writes a JSON and a CSV: a cell with too little data (no rows, fewer than two
 CSF variants or complete blocks, every block tied) is written with ``status: "skipped"`` and the
@@ -35,16 +46,7 @@ from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
 log = logging.getLogger(__name__)
 
 REGIMES = ("test", "near", "mid", "far", "covariate", "adversarial")
-DEFAULTS: dict[str, Any] = {
-    "alpha": 0.05,
-    # "none" reproduces the paper's published cliques (spec §5.4); "holm" is what its text states
-    "p_adjust": "none",
-    "blocks": ["dataset", "paradigm", "metric"],
-    # group name -> metrics ranked together; "rc" is Figure 1's metric group
-    "metric_groups": {"rc": ["augrc", "aurc"], "augrc": ["augrc"], "aurc": ["aurc"]},
-    # shift type of the evaluation set -> failure scheme whose rows are ranked
-    "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf", "adversarial": "misclf"},
-}
+SETTINGS = ("alpha", "p_adjust", "omnibus_gate", "blocks", "metric_groups", "schemes")
 _BLOCK_COLUMNS = ("dataset", "paradigm", "metric", "run", "dropout", "reward")
 SHIFT_TYPE = {"test": "id", "near": "semantic", "mid": "semantic", "far": "semantic", "covariate": "covariate",
               "adversarial": "adversarial"}
@@ -66,10 +68,18 @@ class Analysis:
         return f"{self.group}/{self.backbone}_{'mcd' if self.mcd else 'det'}_{self.source}_{self.regime}"
 
 
-def ranking_settings(section: dict | None) -> dict[str, Any]:
-    """The config's ``ranking`` section completed with :data:`DEFAULTS`, checked."""
-    settings = {**DEFAULTS, **(section or {})}
-    settings["schemes"] = {**DEFAULTS["schemes"], **settings["schemes"]}
+def ranking_settings(section: dict) -> dict[str, Any]:
+    """The config's complete ``ranking`` section (defaults filled in by
+    :func:`csfbench.settings.validate_config`), checked: every setting present, known block columns,
+    one orientation per metric group, a scheme for every shift type."""
+    missing = [key for key in SETTINGS if key not in (section or {})]
+    if missing:
+        raise ValueError(f"ranking: missing setting(s) {missing}; pass the ranking section of a config "
+                         "validated by csfbench.settings.validate_config (it fills in the schema's defaults)")
+    settings = dict(section)
+    absent = sorted(set(SHIFT_TYPE.values()) - set(settings["schemes"]))
+    if absent:
+        raise ValueError(f"ranking.schemes: expected a failure scheme for every shift type, missing {absent}")
     unknown = [c for c in settings["blocks"] if c not in _BLOCK_COLUMNS]
     if unknown or not settings["blocks"]:
         raise ValueError(f"ranking.blocks: expected a non-empty list of {list(_BLOCK_COLUMNS)}, got {settings['blocks']}")
@@ -85,7 +95,7 @@ def analyses(config: dict) -> list[Analysis]:
 
     The MCD flag is declared for a backbone that has dropout models and MC-dropout passes.
     """
-    settings = ranking_settings(config.get("ranking"))
+    settings = ranking_settings(config["ranking"])
     out = []
     for group in settings["metric_groups"]:
         for backbone, spec in config["backbones"].items():
@@ -126,12 +136,12 @@ def ranked_rows(selected: pd.DataFrame, settings: dict) -> pd.DataFrame:
     rows = rows[rows["metric"].isin(_ranked_metrics(settings))]
     regime = rows["regime"].astype(str).where(rows["shift_type"] == "semantic", rows["shift_type"].astype(str))
     regime = regime.where(rows["shift_type"] != "id", rows["dataset"].astype(str))
-    entity = [variant_name(c, p) for c, p in zip(rows["csf"].astype(str), rows["projection"].astype(str))]
+    entity = [variant_name(c, p) for c, p in zip(rows["csf"].astype(str), rows["variant"].astype(str))]
     return rows.assign(cell_regime=regime.to_numpy(), entity=entity)
 
 
 def selected_ranked_rows(table: pd.DataFrame, settings: dict, metrics: Iterable[str] | None = None) -> pd.DataFrame:
-    """:func:`ranked_rows` of the V3-selected rows of ``metrics`` (default: every group's metrics).
+    """:func:`ranked_rows` of the validation-selected rows of ``metrics`` (default: every group's metrics).
 
     The table is cut down first to the rows the result depends on: those metrics (selection is per
     metric), and the validation rows plus the ranked scheme of each shift type (on the paper grid this
@@ -157,7 +167,8 @@ def run_analysis(rows: pd.DataFrame | None, analysis: Analysis, settings: dict) 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", IncompleteBlocksWarning)  # the dropped blocks are in the result
             result = rank_table(means, blocks, "entity", "value", alpha=settings["alpha"],
-                                p_adjust=settings["p_adjust"], higher_is_better=metrics[0] in HIGHER_IS_BETTER)
+                                p_adjust=settings["p_adjust"], higher_is_better=metrics[0] in HIGHER_IS_BETTER,
+                                omnibus_gate=settings["omnibus_gate"])
     except StatsInputError as err:
         return {**header, "status": "skipped", "reason": str(err)}
     return {**header, "status": "ok", "reason": None, **result}
@@ -185,11 +196,14 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
             "friedman_p": result["friedman"]["pvalue"] if ok else None,
             "iman_davenport_f": result["iman_davenport"]["statistic"] if ok else None,
             "iman_davenport_p": result["iman_davenport"]["pvalue"] if ok else None,
+            "omnibus_rejected": result["omnibus"]["rejected"] if ok else None,
+            "omnibus_gate": result["omnibus"]["gate"] if ok else None,
+            "posthoc_applied": result["omnibus"]["posthoc_applied"] if ok else None,
             "top_clique": "; ".join(result["layers"][0]["members"]) if ok else ""}
 
 
 def rank_results(table: pd.DataFrame, cells: Iterable[Analysis], settings: dict) -> list[dict[str, Any]]:
-    """Select (V3) and rank every analysis of ``cells`` on the results ``table``."""
+    """Select (validation-based) and rank every analysis of ``cells`` on the results ``table``."""
     rows = selected_ranked_rows(table, settings)
     by_cell: dict[tuple, pd.DataFrame] = {}
     keys = ["backbone", "mcd", "source", "cell_regime"]
@@ -204,7 +218,7 @@ def rank_results(table: pd.DataFrame, cells: Iterable[Analysis], settings: dict)
     return results
 
 
-def write_rankings(results_table: str | Path, settings_section: dict | None, cells: list[Analysis | dict],
+def write_rankings(results_table: str | Path, settings_section: dict, cells: list[Analysis | dict],
                    out_dir: str | Path, summary_csv: str | Path) -> list[dict[str, Any]]:
     """Rank every analysis of ``cells`` (:class:`Analysis` or its fields as a dict) on the results table
     and write their JSON/CSV files (:func:`output_paths`) and the summary table."""

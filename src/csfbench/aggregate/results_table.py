@@ -1,4 +1,5 @@
-"""Merge every metric-row file into one long-format results table (DESIGN.md "Metric rows").
+"""Merge every metric-row file into one long-format results table (columns
+:data:`csfbench.evaluation.COLUMNS`).
 
 Rows are sorted on every key column so that the table is byte-identical for the same inputs in any
 order; a duplicated key (the same value reported twice) is an error naming the rows.
@@ -42,12 +43,12 @@ def read_columns(paths: list[str | Path], columns: list[str], what: str, reader=
 
 
 def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Concatenate metric parquet files into one table with the DESIGN columns, sorted by key.
+    """Concatenate metric parquet files into one table with the metric-row columns, sorted by key.
 
     ``regimes`` (``source, dataset, regime`` rows, :func:`read_regimes`) replaces the regime of those
     semantic sets before the sort (:func:`apply_regimes`).  The concatenation, the regimes, the (stable)
     sort and the duplicate check run in Arrow: pandas' ``sort_values`` and ``duplicated`` on the paper
-    grid's ~10^7 rows of string keys take minutes (``benchmarks/aggregate.py``); the order is the same
+    grid's ~10^7 rows of string keys are far slower (docs/benchmarks.md); the order is the same
     (strings by code point, numbers by value).
     """
     if not paths:

@@ -1,19 +1,21 @@
-"""Model-level selection on validation (spec 000 §1.7 V3).
+"""Model-level selection on validation, as in the authors' ``select_best_hyperparameters``
+(src/scores_retrieval_utils.py of github.com/cesar-claros/ood_systematic; the selected dropout flags and
+rewards are Tables 8–10 of Claros-Olivares & Brockmeier).
 
 For each (source, backbone, paradigm, CSF variant incl. MCD flag, metric), every (dropout, reward)
 configuration is a candidate (MCD variants exist for dropout models only, so they compete among
 those); its validation value (the ``misclf`` scheme on the ``val`` split) is averaged over runs; the
 best configuration — lowest mean, or highest for metrics where higher is better — is selected, and
 the test and shifted-set rows of that configuration are reported for every run.  Selection is per
-metric, as in the authors' code (spec §9 item 34).  Ties are broken by the lower dropout, then the
-lower reward, so the result is deterministic.
+metric, as in the authors' code (the paper's App. E only says that validation AUGRC is optimised).
+Ties are broken by the lower dropout, then the lower reward, so the result is deterministic.
 """
 from __future__ import annotations
 
 import pandas as pd
 
 HIGHER_IS_BETTER = frozenset({"auroc", "aupr_in", "aupr_out"})
-CELL = ["source", "backbone", "paradigm", "mcd", "csf", "projection", "metric"]
+CELL = ["source", "backbone", "paradigm", "mcd", "csf", "variant", "metric"]
 CONFIG = ["dropout", "reward"]
 
 

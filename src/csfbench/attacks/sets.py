@@ -15,19 +15,19 @@ import torch
 from csfbench.attacks.pgd import fgsm, pgd_linf
 from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
-from csfbench.data.transforms import normalize
 from csfbench.models.network import Classifier
+from csfbench.specs import ModelSpec
 
 log = logging.getLogger(__name__)
 
 ATTACKS = ("pgd", "fgsm")
 
 
-def pixel_forward(model: Classifier, spec: dict):
+def pixel_forward(model: Classifier, spec: ModelSpec):
     """Logits of the ``n_classes`` classes (DG's abstention output dropped) for [0, 1] pixel batches."""
-    mean = torch.tensor(spec["normalize"]["mean"]).view(1, 3, 1, 1)
-    std = torch.tensor(spec["normalize"]["std"]).view(1, 3, 1, 1)
-    n_classes = int(spec["n_classes"])
+    mean = torch.tensor(spec.normalize["mean"]).view(1, 3, 1, 1)
+    std = torch.tensor(spec.normalize["std"]).view(1, 3, 1, 1)
+    n_classes = int(spec.n_classes)
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         return model((x - mean.to(x.device)) / std.to(x.device)).logits[:, :n_classes]
@@ -35,7 +35,7 @@ def pixel_forward(model: Classifier, spec: dict):
     return forward
 
 
-def attack_set(model: Classifier, spec: dict, images: ImageSet, attack: dict, batch_size: int,
+def attack_set(model: Classifier, spec: ModelSpec, images: ImageSet, attack: dict, batch_size: int,
                device: torch.device, seed: int) -> tuple[np.ndarray, dict]:
     """Attack ``images``; return the uint8 N×S×S×3 adversarial images and a summary (errors before/after).
 
@@ -49,14 +49,14 @@ def attack_set(model: Classifier, spec: dict, images: ImageSet, attack: dict, ba
     eps = float(attack["eps"]) / 255.0
     generator = torch.Generator().manual_seed(seed)
     out, clean_wrong, adv_wrong = [], 0, 0
-    for raw, labels, _ in make_loader(images, spec["image_size"], batch_size):
+    for raw, labels, _ in make_loader(images, spec.image_size, batch_size):
         if (labels < 0).any():
             raise ValueError(f"{images.name}: adversarial sets need labelled images (found label -1)")
         x = raw.to(device).float() / 255.0
         y = labels.to(device)
         if attack["name"] == "pgd":
             x_adv = pgd_linf(forward, x, y, eps, int(attack["steps"]), float(attack["step_size"]) / 255.0,
-                             bool(attack.get("random_start", False)), generator)
+                             bool(attack["random_start"]), generator)
         else:
             x_adv = fgsm(forward, x, y, eps)
         # rounded to whole 1/255 steps, at most floor(ε): the stored images stay in the ε-ball
@@ -71,4 +71,4 @@ def attack_set(model: Classifier, spec: dict, images: ImageSet, attack: dict, ba
     summary = {"n": n, "clean_error": clean_wrong / max(n, 1), "adversarial_error": adv_wrong / max(n, 1)}
     log.info("%s eps=%s/255 on %s: error %.3f -> %.3f", attack["name"], attack["eps"], images.name,
              summary["clean_error"], summary["adversarial_error"])
-    return np.concatenate(out) if out else np.zeros((0, spec["image_size"], spec["image_size"], 3), np.uint8), summary
+    return np.concatenate(out) if out else np.zeros((0, spec.image_size, spec.image_size, 3), np.uint8), summary

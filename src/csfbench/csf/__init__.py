@@ -1,1 +1,2 @@
-"""Confidence scoring functions (spec 000 §2): pure-numpy kernels, higher = more in-distribution."""
+"""Confidence scoring functions (Claros-Olivares & Brockmeier, §3.1, App. A.3; docs/methods.md): pure-numpy
+kernels, higher = more in-distribution."""

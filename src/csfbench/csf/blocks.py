@@ -140,8 +140,8 @@ def unit_rows(x: np.ndarray, dtype: type = np.float64, out: np.ndarray | None = 
 
     float64: the float64 quotient, written to ``out`` (an N×D float64 array, possibly a view) when
     given.  Other inputs are widened into it first: numpy's mixed-precision ufuncs cast every entry
-    and take twice as long.  float32: ``x`` (rounded to float32) times the float32 reciprocal of the
-    norm, in float32 (two roundings of 2^-24 each; a mixed-precision division takes 1.7x as long)
+    and are slower.  float32: ``x`` (rounded to float32) times the float32 reciprocal of the
+    norm, in float32 (two roundings of 2^-24 each; cheaper than a mixed-precision division)
     while every reciprocal is a normal float32; otherwise the float64 quotient, rounded.
     """
     x = np.asarray(x)

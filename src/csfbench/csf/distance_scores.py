@@ -1,10 +1,12 @@
-"""Class-statistics and feature-distance scores: Maha, CTM, CTMmean(OC) (spec 000 §2 rows 10-13).
+"""Class-statistics and feature-distance scores: Maha, CTM, CTMmean(OC)
+(Claros-Olivares & Brockmeier, App. A.3.1 and A.3.5; CTMmeanOC is only in the authors' code).
 
 Shapes: ``features`` N×D penultimate features (float32 or float64; computed in float64),
 ``labels`` N integer class indices in [0, C), class means C×D, precision D×D.  Scores are float64
-(N,) confidences, higher = more in-distribution (spec §2.3: Maha is the negated squared distance,
-spec §9 item 7).  Work on N rows against many columns runs in row blocks (:func:`csfbench.csf.blocks.row_blocks`), so
-temporaries stay bounded for N ~ 1e5.  :func:`check_labels` is shared with the NNGuide kernel.
+(N,) confidences, higher = more in-distribution (Maha is the max over classes of the negated squared
+distance, as in Lee et al. 2018; the paper prints the max of the distance).  Work on N rows against many
+columns runs in row blocks (:func:`csfbench.csf.blocks.row_blocks`), so temporaries stay bounded for
+N ~ 1e5.  :func:`check_labels` is shared with the NNGuide kernel.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def check_labels(labels: np.ndarray, n_rows: int, n_classes: int) -> np.ndarray:
 
 def class_means(features: np.ndarray, labels: np.ndarray, n_classes: int,
                 mask: np.ndarray | None = None) -> np.ndarray:
-    """Per-class feature means μ_k, C×D (spec §2 "Common fitted statistics").
+    """Per-class feature means μ_k, C×D, of the training features of the variant being scored.
 
     With a boolean ``mask`` (N,) — e.g. the correctly classified samples for CTMmeanOC — each class
     mean uses only its masked samples, falling back to all samples of the class when none is masked.
@@ -49,7 +51,7 @@ def class_means(features: np.ndarray, labels: np.ndarray, n_classes: int,
 
 
 def maha_fit(features: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[str, np.ndarray]:
-    """Class means and the pseudo-inverse of the tied class-conditional covariance (spec row 10).
+    """Class means and the pseudo-inverse of the tied class-conditional covariance (Lee et al. 2018).
 
     ``Σ = 1/(N-1) sum_k sum_{i: y_i = k} (h_i - μ_k)(h_i - μ_k)^T``;
     ``precision = pinv(Σ, hermitian=True, rtol=1e-6)``, replaced by the zero matrix when Σ or its
@@ -93,7 +95,7 @@ def maha_score(features: np.ndarray, means: np.ndarray, precision: np.ndarray) -
 
 
 def max_cosine(features: np.ndarray, directions: np.ndarray) -> np.ndarray:
-    """Maximum cosine similarity ``max_k cos(d_k, h)``, shape (N,), in [-1, 1] (spec rows 11-13).
+    """Maximum cosine similarity ``max_k cos(d_k, h)``, shape (N,), in [-1, 1] (CTM, CTMmean, CTMmeanOC).
 
     ``directions`` K×D: the head weights W for CTM, class means μ_k (raw, not centred) for CTMmean,
     correct-only means μ_k^OC for CTMmeanOC.  A zero feature or direction has cosine 0.

@@ -1,11 +1,11 @@
 """Fit every CSF variant of one (model, fit group) on training + validation, and score any split.
 
-Flow per input mode (``det``; plus ``mcd`` for dropout models, spec 000 §1.6):
+Flow per input mode (``det``; plus ``mcd`` for dropout models, Claros-Olivares & Brockmeier, §4.1):
 
-1. temperature of the unprojected logits on validation (V1) — also the KPCA landmark temperature;
-2. the fit group's projection (global / class PCA) with its variance v tuned on validation (§3.1);
-3. the views of every variant for train and val, each with its own temperature (V1);
-4. per (CSF, variant): hyper-parameters (fixed in the config, or tuned on validation −AUGRC, V2)
+1. temperature of the unprojected logits on validation — also the KPCA landmark temperature;
+2. the fit group's projection (global / class PCA) with its variance v tuned on validation;
+3. the views of every variant for train and val, each with its own temperature;
+4. per (CSF, variant): hyper-parameters (fixed in the config, or tuned on validation −AUGRC)
    and the fitted state on the training view;
 5. in ``mcd`` mode and the ``none`` group, the expected scores (MCD-E*) and mutual information.
 
@@ -121,7 +121,7 @@ def _check_fit_inputs(train: SplitData, val: SplitData) -> None:
 
 
 def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings) -> dict:
-    """The fitted projection state of ``group`` with its variance v tuned on val (spec §3.1)."""
+    """The fitted projection state of ``group`` with its variance v tuned on val."""
     if group == "none":
         return {"group": "none"}
     space = {"variance": (*tuning.search_space.get("projection", {}).get("variance", (0.85, 0.99)), "float")}
@@ -156,7 +156,7 @@ def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelConte
 
 
 def fit_temperatures(val: SplitData, parts: dict) -> dict[str, float]:
-    """One temperature per logit source of the group (spec §1.7 V1), on validation.
+    """One temperature per logit source of the group, on validation.
 
     ``parts`` are :func:`~csfbench.csf.views.variant_logits` of the validation split.
     """
@@ -259,7 +259,8 @@ def score_mode(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[
 
 
 def expected_scores(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[tuple[str, str], np.ndarray]:
-    """MCD-E variants: per-pass logit/softmax scores averaged over passes, and −MI (spec §1.6)."""
+    """MCD-E variants: per-pass logit/softmax scores averaged over passes, and −MI (as in the authors'
+    ``mcd_expected_function``)."""
     t = fitted.temperatures["none"]
     out = {}
     for name in EXPECTED:

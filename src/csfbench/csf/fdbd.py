@@ -1,12 +1,13 @@
-"""fDBD, fast decision-boundary distance (spec 000 §2 row 15; §9 item 8).
+"""fDBD, fast decision-boundary distance (Liu & Qin, 2023; Claros-Olivares & Brockmeier,
+App. A.3.7, whose printed double sum is a typo for the single sum below).
 
 ``conf(h) = 1/(C-1) sum_{c != ŷ} |z_ŷ - z_c| / ||w_ŷ - w_c||_2  ·  1 / ||h - μ_train||_2``
 
 with ŷ = argmax z (first index on ties).  For logits of the same linear head the summand is the
 Euclidean distance from h to the ŷ-vs-c decision boundary, so the score is a mean boundary distance
-relative to the distance from the training mean: larger = more in-distribution (returned as is,
-spec §2.3).  The logits are an argument of their own because the authors' code feeds logits other
-than ``W h + b`` in some variants; this kernel uses whatever it is given.  A sample equal to the
+relative to the distance from the training mean: larger = more in-distribution (returned as is).
+The logits are an argument of their own because the authors' code feeds logits other than
+``W h + b`` in some variants; this kernel uses whatever it is given.  A sample equal to the
 training mean, or two identical weight rows, divide by zero (inf), as the formula does.
 """
 from __future__ import annotations

@@ -28,7 +28,7 @@ class SplitData:
     """Model outputs on one evaluation set.
 
     ``pred`` is the model's prediction: argmax of the logits (``det``) or of the mean softmax over
-    the dropout passes (``mcd``, spec 000 §1.6); ``correct`` compares it with ``labels`` (False for
+    the dropout passes (``mcd``, as in the authors' code); ``correct`` compares it with ``labels`` (False for
     unlabelled samples, label −1).  ``confidence`` is the paradigm head's output (mean over passes
     in ``mcd``) or None.  ``pass_logits`` (N×T×C) exists in ``mcd`` mode only.
     """

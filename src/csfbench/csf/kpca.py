@@ -1,18 +1,23 @@
-"""KPCA reconstruction-error confidence with a Nyström feature map (spec 000 §2 row 18, §2.2).
+"""KPCA reconstruction-error confidence with a Nyström feature map (Fang et al., 2025; Claros-Olivares &
+Brockmeier, App. A.3.11), as in the authors' code (src/csfs/kernel_pca.py of
+github.com/cesar-claros/ood_systematic).
 
 Shapes: N samples, D feature dimensions, L landmarks, q kept components, C classes.
 
-- ĥ = h / (‖h‖ + 1e-12); RBF kernel k(a, b) = exp(−γ‖a − b‖²) between unit vectors.
-- Landmarks X_ref: the L training points with the smallest T·LSE(z/T) (the highest-energy, least
-  confident points; spec §9 item 15), all points if L >= N.
-- K_mm = V Λ Vᵀ with Λ clamped >= 1e-12; ``normalizer`` N = V Λ^(-1/2) Vᵀ;
-  ψ(x) = k(ĥ, X_ref) Nᵀ ∈ R^L.
-- ``mean`` ψ̄ = training mean of ψ; the unbiased covariance of ψ − ψ̄, eigen-decomposed in
-  descending order; q = #{j: ρ_j <= v} + 1 (capped at L); ``components`` U = top-q eigenvectors.
-- conf(x) = −‖(I − U Uᵀ)(ψ(x) − ψ̄)‖₂: unsquared, not norm-regularised (spec §9 item 14).
+1. ĥ = h / (‖h‖ + 1e-12); RBF kernel k(a, b) = exp(−γ‖a − b‖²) between unit vectors.
+2. Landmarks X_ref: the L training points with the smallest T·LSE(z/T) (the highest-energy, least
+   confident points, as in the authors' code; the paper's "low-energy ID points near the boundary"
+   contradicts itself), all points if L >= N.
+3. K_mm = V Λ Vᵀ with Λ clamped >= 1e-12; ``normalizer`` N = V Λ^(-1/2) Vᵀ;
+   ψ(x) = k(ĥ, X_ref) Nᵀ ∈ R^L.
+4. ``mean`` ψ̄ = training mean of ψ; the unbiased covariance of ψ − ψ̄, eigen-decomposed in
+   descending order; q = #{j: ρ_j <= v} + 1 (capped at L); ``components`` U = top-q eigenvectors.
+5. conf(x) = −‖(I − U Uᵀ)(ψ(x) − ψ̄)‖₂: unsquared, not norm-regularised (the authors' code; the
+   paper's norm-regularised r̃ is ``normalized=True`` of :func:`kpca_score`).
+6. Class mode: one KPCA per class on that class's training samples (:func:`kpca_fit_classes`).
 
 Every score is a float64 array (N,), oriented as a **confidence**: higher = more in-distribution
-(the reconstruction error is negated, spec §2.3).  Work over samples is done in row blocks, so no
+(the reconstruction error is negated).  Work over samples is done in row blocks, so no
 N×L array is ever held: the training pass accumulates Σψ and ψᵀψ blockwise (shifted by the first
 block's mean to avoid cancellation).  States are dicts of numpy arrays (HDF5-storable).
 
@@ -20,11 +25,10 @@ Hyper-parameter tuning: :func:`kpca_decompose` does the expensive part for fixed
 :func:`kpca_truncate` picks the components for a variance v, so several v reuse one decomposition
 (:func:`kpca_fit` is the two in sequence; the ``_classes`` functions mirror them per class).
 
-Precision: everything is float64.  A float32 kernel was measured and rejected: the Nyström map and
-the residual projection multiply kernel rows by K_mm^(-1/2)-sized matrices (entries up to 20 on the
-benchmark's features at γ = 0.1, unbounded in general: the eigenvalue floor is 1e-12), which turns
-the ~1e-7 float32 kernel error into relative score errors of 1e-5–1e-4, above the 1e-8 agreement
-with the direct computation that the tests require.
+Precision: everything is float64.  A float32 kernel is not used: the Nyström map and the residual
+projection multiply kernel rows by K_mm^(-1/2)-sized matrices, whose entries are unbounded in general
+(the eigenvalue floor is 1e-12), which would amplify the ~1e-7 float32 kernel error far beyond the
+1e-8 agreement with the direct computation that the tests require.
 """
 from __future__ import annotations
 
@@ -34,12 +38,12 @@ from csfbench.csf.projection import n_components
 from csfbench.csf.blocks import row_blocks
 from csfbench.csf.subspace_scores import as_matrix, as_vector, eigh_descending
 
-#: eigenvalue floor of K_mm before the inverse square root (spec §2.2 step 3)
+#: eigenvalue floor of K_mm before the inverse square root (step 3 of the module docstring)
 EIGENVALUE_FLOOR = 1e-12
 #: largest λ_max/λ_min of K_mm for which the covariance of ψ is formed from the kernel rows' scatter
 #: (see :func:`kpca_decompose`): the relative error amplification stays below ~1e6 · 1e-16
 SANDWICH_MAX_CONDITION = 1e6
-#: added to ‖h‖ before normalising (spec §2.2 step 1) and to ‖ψ‖ in the normalised score
+#: added to ‖h‖ before normalising (step 1) and to ‖ψ‖ in the normalised score
 NORM_EPS = 1e-12
 
 _STATE_KEYS = ("landmarks", "normalizer", "mean", "components")
@@ -88,7 +92,7 @@ def select_landmarks(energy, n_landmarks: int) -> np.ndarray:
     """Indices (int64, ascending energy) of the ``n_landmarks`` smallest values of ``energy`` (N,).
 
     ``energy`` is T·LSE(z/T) of the training points, so these are the highest-energy (least
-    confident) points (spec §2.2 step 2, §9 item 15).  Ties keep the original order (stable sort);
+    confident) points (step 2 of the module docstring).  Ties keep the original order (stable sort);
     all N indices when ``n_landmarks`` >= N.
     """
     energy = as_vector(energy, "energy")
@@ -121,7 +125,7 @@ def kpca_decompose(features, energy, gamma: float, n_landmarks: int) -> dict[str
     to the L×L result, instead of mapping every row through N (an N×L×L product) and then
     accumulating ψ's scatter: about half the work of the dominant products.  The rounding error of
     Cov(k) is amplified by at most ‖N‖² = 1/λ_min relative to ‖K_mm‖, so past the threshold (and
-    whenever the eigenvalue floor is active) the rows are mapped explicitly as the spec writes it.
+    whenever the eigenvalue floor is active) the rows are mapped explicitly (step 3).
     """
     features = as_matrix(features, "features", min_rows=2)
     n = features.shape[0]
@@ -156,7 +160,7 @@ def kpca_decompose(features, energy, gamma: float, n_landmarks: int) -> dict[str
 
 
 def kpca_truncate(decomposition: dict[str, np.ndarray], variance: float) -> dict[str, np.ndarray]:
-    """KPCA state for variance v from a :func:`kpca_decompose` result (spec §2.2 step 4).
+    """KPCA state for variance v from a :func:`kpca_decompose` result (step 4 of the module docstring).
 
     q = #{j: ρ_j <= v} + 1, capped at L, with ρ the cumulative explained-variance ratio; returns
     ``landmarks`` (L×D), ``normalizer`` (L×L), ``mean`` (L,), ``components`` (L×q).
@@ -174,7 +178,7 @@ def kpca_truncate(decomposition: dict[str, np.ndarray], variance: float) -> dict
 
 
 def kpca_fit(features, energy, gamma: float, n_landmarks: int, variance: float) -> dict[str, np.ndarray]:
-    """Fit global KPCA RecError (spec §2.2 steps 1–4): ``kpca_truncate(kpca_decompose(...), variance)``.
+    """Fit global KPCA RecError (steps 1–4): ``kpca_truncate(kpca_decompose(...), variance)``.
 
     ``features`` N×D (N >= 2) and ``energy`` (N,) = T·LSE(z/T) of the training split; γ > 0;
     v ∈ [0, 1].  State layout: see :func:`kpca_truncate`.
@@ -208,10 +212,10 @@ def _check_features(features, landmarks: np.ndarray) -> np.ndarray:
 
 
 def kpca_score(features, state: dict[str, np.ndarray], gamma: float, *, normalized: bool = False) -> np.ndarray:
-    """KPCA RecError confidence (spec §2.2 step 5); (N,), <= 0, higher = more ID.
+    """KPCA RecError confidence (step 5); (N,), <= 0, higher = more ID.
 
     ``normalized=False`` (default, authors' code): −‖(I − U Uᵀ)(ψ(x) − ψ̄)‖₂.
-    ``normalized=True``: the norm-regularised −r̃ = −error / (‖ψ(x)‖₂ + 1e-12) (spec §9 item 14),
+    ``normalized=True``: the norm-regularised −r̃ = −error / (‖ψ(x)‖₂ + 1e-12) (the paper's r̃, unsquared),
     with the raw, uncentred ψ(x).  ``gamma`` must be the one used in the fit.
     """
     gamma = _check_gamma(gamma)
@@ -242,7 +246,7 @@ def _class_members(labels, n_classes: int, n_rows: int) -> list[np.ndarray]:
 
 def kpca_decompose_classes(features, labels, energy, n_classes: int, gamma: float,
                            n_landmarks: int) -> dict[str, np.ndarray]:
-    """:func:`kpca_decompose` per class on that class's training samples, stacked (spec §2.2 step 6).
+    """:func:`kpca_decompose` per class on that class's training samples, stacked (step 6).
 
     Every class gets L_c = min(n_landmarks, smallest class size) landmarks, chosen inside the class
     by the energy rule, so that ``class_avg`` is defined.  Arrays gain a leading class axis:
@@ -292,7 +296,7 @@ def _class_state(state: dict[str, np.ndarray], c: int) -> dict[str, np.ndarray]:
 
 
 def kpca_score_classes(features, state: dict[str, np.ndarray], gamma: float, pred) -> dict[str, np.ndarray]:
-    """Class-mode KPCA RecError confidences (spec §2.2 step 6); each (N,), higher = more ID.
+    """Class-mode KPCA RecError confidences (step 6); each (N,), higher = more ID.
 
     With per-class confidences conf_c(x) = −‖r_c(x)‖, r_c = (I − U_cU_cᵀ)(ψ_c(x) − ψ̄_c):
 

@@ -1,9 +1,10 @@
-"""Logit- and probability-based confidence scores (spec 000 §2, rows 1-8, and MCD mutual information).
+"""Logit- and probability-based confidence scores (Claros-Olivares & Brockmeier, App. A.3.2–A.3.4) and MCD mutual
+information.
 
 Shapes: ``logits`` and ``probs`` are N×C (``probs`` rows sum to 1, e.g. ``softmax(logits, T)``);
 MCD ``pass_probs`` are N×T×C.  Every score is a float64 array of shape (N,), oriented as a
-**confidence**: higher = more in-distribution / more likely correct (spec §2.3; the entropy-type
-uncertainties are negated).  Inputs may be float32 or float64; all arithmetic is float64.
+**confidence**: higher = more in-distribution / more likely correct (the entropy-type
+uncertainties and the energy are negated).  Inputs may be float32 or float64; all arithmetic is float64.
 Scores are unitless except MLS and Energy, which are in logit units divided by / times T.
 
 The row-wise kernels (softmax, PE, energy) run in row blocks on several threads
@@ -18,7 +19,7 @@ import numpy as np
 
 from csfbench.csf.blocks import map_row_blocks
 
-#: the ε of spec rows 3, 5 and 7 (machine epsilon of float64)
+#: the ε inside the logarithms of PE, REN and PCE, as in the authors' code (machine epsilon of float64)
 EPS = np.finfo(np.float64).eps
 
 
@@ -50,10 +51,9 @@ def row_max(x: np.ndarray) -> np.ndarray:
     """Row maxima ``max_k x_k`` of an N×C array (C >= 1) as float64 (N,); a NaN in a row gives NaN.
 
     One ``np.maximum.reduceat`` over the flat rows, on one thread: numpy reduces a short last axis
-    (``np.max(x, axis=1)``) row by row through its general reduction machinery, about 60 ns per
-    100-wide row here, while reduceat's segment loop takes half that, and it is faster on one
-    thread than ``np.max`` on row blocks on two (reduceat holds the GIL, so it is not split
-    into threaded blocks; measured in ``benchmarks/csf_engine.py``, MLS).
+    (``np.max(x, axis=1)``) row by row through its general reduction machinery, which reduceat's
+    segment loop beats even on one thread (reduceat holds the GIL, so it is not split into threaded
+    blocks; docs/benchmarks.md).
     """
     x = _matrix(x)
     n_rows, width = x.shape
@@ -117,19 +117,19 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
 
 
 def msr(probs: np.ndarray) -> np.ndarray:
-    """Maximum softmax response ``max_k p_k`` (row 1), in [1/C, 1]."""
+    """Maximum softmax response ``max_k p_k`` (Hendrycks & Gimpel, 2016), in [1/C, 1]."""
     return row_max(probs)
 
 
 def mls(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Maximum logit score ``max_k z_k / T`` (row 2)."""
+    """Maximum logit score ``max_k z_k / T`` (Hendrycks et al., 2019)."""
     out = row_max(logits)
     out /= temperature
     return out
 
 
 def pe(probs: np.ndarray) -> np.ndarray:
-    """Negative predictive entropy ``sum_k p_k log(p_k + eps)`` (row 3), in nats, <= 0.
+    """Negative predictive entropy ``sum_k p_k log(p_k + eps)`` (Ovadia et al., 2019), in nats, <= 0.
 
     Reduces over the last axis, so an N×T×C stack gives the N×T per-pass values.
     """
@@ -142,7 +142,8 @@ def pe(probs: np.ndarray) -> np.ndarray:
 
 
 def gen(probs: np.ndarray, m: int, gamma: float) -> np.ndarray:
-    """Negative generalized entropy ``-sum_{j<=M} (p_(j) (1 - p_(j)))^gamma`` over the M largest p (row 4)."""
+    """Negative generalized entropy ``-sum_{j<=M} (p_(j) (1 - p_(j)))^gamma`` over the M largest p
+    (Liu et al., 2023)."""
     if gamma <= 0:
         raise ValueError(f"GEN gamma must be > 0, got {gamma}")
     top = _top_m(probs, m)
@@ -150,7 +151,7 @@ def gen(probs: np.ndarray, m: int, gamma: float) -> np.ndarray:
 
 
 def ren(probs: np.ndarray, m: int, gamma: float) -> np.ndarray:
-    """Negative truncated Rényi entropy, code form of row 5: ``-gamma/(1-gamma) log(||p_(1:M)||_gamma + eps)``.
+    """Negative truncated Rényi entropy, the authors' code form: ``-gamma/(1-gamma) log(||p_(1:M)||_gamma + eps)``.
 
     ``||x||_gamma = (sum x^gamma)^(1/gamma)``; the log of (norm + eps) is evaluated in log space
     (``logaddexp``) because the norm itself overflows float64 for small gamma.  gamma in (0, 1).
@@ -163,21 +164,22 @@ def ren(probs: np.ndarray, m: int, gamma: float) -> np.ndarray:
 
 
 def ge(probs: np.ndarray) -> np.ndarray:
-    """Negative guessing entropy ``-sum_k k p_(k)``, p sorted descending, k = 1..C (row 6), in [-(C+1)/2, -1]."""
+    """Negative guessing entropy ``-sum_k k p_(k)``, p sorted descending, k = 1..C (Massey, 1994), in [-(C+1)/2, -1]."""
     probs = -np.sort(-_rows(probs), axis=1)
     return -(probs @ np.arange(1, probs.shape[1] + 1, dtype=np.float64))
 
 
 def pce(probs: np.ndarray) -> np.ndarray:
-    """Negative collision entropy ``log(sum_k p_k^2 + eps)`` (row 7), in nats, <= 0."""
+    """Negative collision entropy ``log(sum_k p_k^2 + eps)`` (Granese et al., 2021), in nats, <= 0."""
     probs = _rows(probs)
     return np.log(np.sum(probs**2, axis=1) + EPS)
 
 
 def energy(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """Negative energy ``T * logsumexp(z / T)`` (row 8; spec §9 item 30), in logit units."""
+    """Negative energy ``T * logsumexp(z / T)`` (Liu et al., 2020; the paper's App. A.3.2 defines
+    Energy as −T·LSE, higher = more uncertain), in logit units."""
     def block(z, out):
-        # the shift form of logsumexp; scipy's general version is ~3x slower on N×C rows
+        # the shift form of logsumexp; scipy's general version is slower on N×C rows
         shifts, sums = _shifted_exp(z, temperature, np.empty(z.shape))
         np.log(sums, out=out)
         out += shifts

@@ -1,17 +1,19 @@
-"""NNGuide, nearest-neighbour guided energy (spec 000 §2 row 14; §9 item 13).
+"""NNGuide, nearest-neighbour guided energy (Park et al., 2023; Claros-Olivares & Brockmeier, App. A.3.6).
 
 Bank: per class, ``n_c = floor((N / C) · α)`` training rows drawn without replacement (capped at the
 class size), each stored as ``b_i = h_i / ||h_i|| · LSE(z_i)``.  Score:
 ``LSE(z) · mean of the top-k of (h / ||h||) · b_i`` over the bank.  LSE is taken without temperature.
-Both factors grow for in-distribution inputs (energy-like), so the product is returned as is
-(spec §2.3).  Shapes: ``features`` N×D, ``logits`` N×C, bank M×D.
+Both factors grow for in-distribution inputs (energy-like), so the product is returned as is.
+α (the bank's sampling ratio) and k (the neighbour count) are separate hyper-parameters, as in Park et
+al. and the authors' code; the paper's App. A.3.6 ties them as k = ⌊αN⌋.
+Shapes: ``features`` N×D, ``logits`` N×C, bank M×D.
 
 Precision: the similarities (an N×M product of unit vectors with the energy-scaled bank, the
 dominant cost) and their top-k selection run in float32, pytorch-ood's precision, so the bank is
 built in float64 and stored in float32; the top-k mean, the LSE and the product are float64. A
 similarity is a cosine (|·| <= 1) times a bank energy, so float32 gives a relative error of about
-1e-7 per similarity, far below any difference that changes a ranking of real scores, and halves the
-GEMM and cuts the partition ~10× (measured in ``benchmarks/csf_engine.py``).
+1e-7 per similarity, far below any difference that changes a ranking of real scores, and makes the
+GEMM and the partition cheaper (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from csfbench.csf.blocks import map_row_blocks, unit_rows
 from csfbench.csf.distance_scores import check_labels
 from csfbench.csf.logit_scores import energy
 
-#: the authors' ``np.random.seed(12345)`` (spec row 14)
+#: the authors' ``np.random.seed(12345)`` (github.com/cesar-claros/ood_systematic)
 NNGUIDE_SEED = 12345
 
 

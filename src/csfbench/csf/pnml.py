@@ -1,10 +1,11 @@
-"""pNML regret of the last layer (spec 000 §2 row 16, §2.1 code-exact; §9 item 12).
+"""pNML regret of the last layer (Bibas et al., 2021, as in their official pNML-OOD code; Claros-Olivares &
+Brockmeier, App. A.3.8, print the formula with garbled symbols).
 
 Features are normalised and bias-augmented, ``x̃ = [1, h/||h||]`` (D+1).  Fit:
 ``P = X̃^T X̃``, ``P_plus = P^+``, ``P_perp = I - P^+ P``.  Score, per sample:
 ``q = softmax(W h/||h|| + b)`` (no temperature); ``x̃^T g = max(x̃^T P_perp x̃, a / (1 + a))`` with
 ``a = x̃^T P_plus x̃``; genie ``q̂_k = q_k / (q_k + (1 - q_k) q_k^(x̃^T g))``; regret
-``Γ = log(sum_k q̂_k) / log C`` in [0, 1]; confidence = ``-Γ`` (higher = in-distribution, spec §2.3).
+``Γ = log(sum_k q̂_k) / log C`` in [0, 1]; confidence = ``-Γ`` (higher = in-distribution).
 
 The fitted state holds both projectors as lower-trapezoidal factors, ``P_plus = L Lᵀ`` and
 ``P_perp = M Mᵀ``.  A safely invertible Gram matrix (:data:`CONDITION_MARGIN`) has ``P^+ = P⁻¹``, with L
@@ -19,11 +20,10 @@ factors) is float64.  The per-row products of scoring, ``W x`` and ``x̃ᵀ L`` 
 run in float32, pytorch-ood's precision (the squares of each column block are summed in float32,
 the blocks' sums in float64); the softmax and the regret are float64.  A float32 product of a
 unit vector differs from the float64 one by about what rounding the features themselves to
-float32 (their storage precision, DESIGN.md) already changes: relative
+float32 (their storage precision in the feature files) already changes: relative
 1e-6 to 1e-5 in ``x̃ᵀP x̃`` on ill-conditioned training features (tested against the float64 rule),
-far below a change of ranking of real scores.  Float32 halves the products, and numpy's float32
-matmul releases the GIL, so the row blocks run on several threads (measured in
-``benchmarks/csf_engine.py``).
+far below a change of ranking of real scores.  Float32 products are cheaper, and numpy's matmul
+releases the GIL, so the row blocks run on several threads (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -32,8 +32,7 @@ import numpy as np
 from csfbench.csf.blocks import map_row_blocks, single_threaded_blas, sum_row_blocks, unit_rows
 
 #: a triangular factor's product is split into this many column blocks, each multiplied by the rows
-#: of x̃ below the block's diagonal only: (B + 1) / 2B of the full product's work (measured fastest
-#: of 2-16 for D = 512: 3.4 ms against 4.8 ms for the full product of 1,250 rows)
+#: of x̃ below the block's diagonal only: (B + 1) / 2B of the full product's work
 TRIANGLE_BLOCKS = 4
 
 

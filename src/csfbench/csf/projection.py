@@ -1,4 +1,5 @@
-"""Projection filtering (spec 000 §3): PCA subspaces of the training features and the projected views.
+"""Projection filtering (Claros-Olivares & Brockmeier, §3.2, App. A.4): PCA subspaces of the training features and the
+projected views.
 
 Fit groups and the variants they produce:
 

@@ -1,13 +1,15 @@
-"""The registry of confidence scoring functions (spec 000 §2) and the variants each supports (§3.4).
+"""The registry of confidence scoring functions (Claros-Olivares & Brockmeier, App. A.3) and the variants each supports
+(the paper's Table 3, with the not-applicable cells of its Table 8; docs/methods.md).
 
 Every CSF is one :class:`Csf`: an optional ``fit(train_view, ctx, hp) -> state`` on the training
-features of the same variant (§3.3: every statistic is refitted in the variant's feature space),
+features of the same variant (every statistic is refitted in the variant's feature space, as in the
+authors' code),
 and ``score(state, view, ctx, hp) -> confidence`` (N,), **higher = more confident / more ID**.
-``space`` is the hyper-parameter search space tuned on validation (V2); an upper bound of
+``space`` is the hyper-parameter search space tuned on validation; an upper bound of
 ``"n_classes"`` means C.  The registry yields 83 non-MCD variants for a CNN paradigm and 82 for a
-ViT (no paradigm confidence head), tested against the §3.4 matrix.
+ViT (no paradigm confidence head), tested against the support matrix of docs/methods.md.
 
-Quirks of the authors' code (spec §3.3, §9 items 22, NeCo note) are reproduced with
+Quirks of the authors' code (github.com/cesar-claros/ood_systematic) are reproduced with
 ``quirks="compat_authors"``; the default ``"strict"`` uses the paper's consistent form:
 - class_avg/class_pred NNGuide bank energies and fDBD logits: strict = the variant's own logits,
   compat = the class-projected logits ĝ^class;
@@ -80,7 +82,7 @@ def _bank_logits(view, ctx):
 
 
 def _head_for_subspace(view, ctx):
-    """W, b and logits for ViM/Residual/NeCo (spec §9 item 22)."""
+    """W, b and logits for ViM/Residual/NeCo (the authors' code keeps Deep Gamblers' abstention row)."""
     if ctx.compat:
         return ctx.weight_full, ctx.bias_full, view.split.logits_full
     return ctx.weight, ctx.bias, view.logits
@@ -90,10 +92,18 @@ def _class_column(name: str) -> Callable:
     return lambda state, view, ctx, hp: view.columns[name].max(1)
 
 
-def _cos_score(directions: Callable) -> Callable:
+def _cos_score(directions: Callable, class_column: str) -> Callable:
+    """Cosine scores max_k cos(d_k, h), higher = closer in angle to a class direction = more ID.
+
+    ``directions(state, ctx)`` gives the K×D directions d_k for a variant with one feature vector;
+    the ``class`` variant reads its precomputed per-class column ``class_column`` instead, the cosine
+    of each class-projected feature ĥᵏ with that class's own direction, and takes the max over k:
+    ``"cos_weight"`` = cos(w_k, ĥᵏ) (CTM), ``"cos_mean"`` = cos(m̂_k, ĥᵏ) with m̂_k the mean of ĥᵏ over
+    the class-k training samples (CTMmean).
+    """
     def score(state, view, ctx, hp):
         if view.variant == "class":
-            return view.columns["cos_weight" if state is None else "cos_mean"].max(1)
+            return view.columns[class_column].max(1)
         return dist.max_cosine(view.features, directions(state, ctx))
     return score
 
@@ -101,7 +111,7 @@ def _cos_score(directions: Callable) -> Callable:
 def _fit_class_means(only_correct: bool) -> Callable:
     def fit(train, ctx, hp):
         if train.variant == "class":
-            return None  # class targets m̂_c are part of the class projection state
+            return None  # the class targets m̂_c are part of the class projection state ("mean_targets")
         mask = train.split.correct if only_correct else None
         return {"means": dist.class_means(train.features, train.split.labels, ctx.n_classes, mask)}
     return fit
@@ -142,6 +152,19 @@ def _kpca_score(state, view, ctx, hp):
     return kpca.kpca_score_classes(view.split.features, state, hp["gamma"], view.split.pred)
 
 
+def _gradnorm_score(state, view, ctx, hp):
+    """GradNorm of the view's features h with p = softmax(z / T) of the view's own logits z (higher = more ID).
+
+    Under MC dropout the unprojected view holds h̄, the features averaged over the passes, and z̄, the
+    mean of the per-pass logits, which is W h̄ + b for the linear head: GradNorm of the averaged
+    features, as the seed paper's authors compute it (Claros-Olivares & Brockmeier; their
+    ``src/utils_funcs.py``: ``mcd_function(gradnorm.get_scores, encoded_distribution, temperature=T)``,
+    the pass-mean of the features, then GradNorm with the head's logits).  It does not use
+    ``view.probs``, which there is the mean of the per-pass softmaxes (the MSR/PE input).
+    """
+    return gradnorm(view.features, ls.softmax(view.logits, view.temperature), view.temperature)
+
+
 def _confidence(state, view, ctx, hp):
     if view.split.confidence is None:
         raise ValueError(f"{view.split.dataset}: the model has no confidence head output")
@@ -157,15 +180,15 @@ CSFS: tuple[Csf, ...] = (
     Csf("GE", ALL, lambda s, v, c, hp: ls.ge(v.probs)),
     Csf("PCE", ALL, lambda s, v, c, hp: ls.pce(v.probs)),
     Csf("Energy", ALL, lambda s, v, c, hp: ls.energy(v.logits, v.temperature)),
-    Csf("GradNorm", NO_CLASS, lambda s, v, c, hp: gradnorm(v.features, v.probs, v.temperature)),
+    Csf("GradNorm", NO_CLASS, _gradnorm_score),
     Csf("PCA RecError", PROJECTED, lambda s, v, c, hp: v.rec),
     Csf("KPCA RecError", PROJECTED, _kpca_score, _kpca_fit,
         space={"variance": (0.85, 0.99, "float"), "gamma": (0.1, 1.0, "float"),
                "n_landmarks": (2000, 5000, "int")},
         shares={"class_avg": "class", "class_pred": "class"}),
-    Csf("CTM", ALL, _cos_score(lambda state, ctx: ctx.weight)),
-    Csf("CTMmean", ALL, _cos_score(lambda state, ctx: state["means"]), _fit_class_means(False)),
-    Csf("CTMmeanOC", ("none",), _cos_score(lambda state, ctx: state["means"]), _fit_class_means(True)),
+    Csf("CTM", ALL, _cos_score(lambda state, ctx: ctx.weight, "cos_weight")),
+    Csf("CTMmean", ALL, _cos_score(lambda state, ctx: state["means"], "cos_mean"), _fit_class_means(False)),
+    Csf("CTMmeanOC", ("none",), _cos_score(lambda state, ctx: state["means"], "cos_mean"), _fit_class_means(True)),
     Csf("NNGuide", NO_CLASS, lambda s, v, c, hp: nnguide_score(v.features, v.logits, s["bank"], int(hp["k"])),
         lambda t, c, hp: {"bank": nnguide_bank(t.features, _bank_logits(t, c), t.split.labels, c.n_classes,
                                                hp["alpha"])},
@@ -185,8 +208,12 @@ CSFS: tuple[Csf, ...] = (
 )
 
 BY_NAME = {csf.name: csf for csf in CSFS}
-# MCD-E ("expected") variants: the mean over dropout passes of these per-pass scores (spec §1.6)
+# MCD-E ("expected") variants: the mean over dropout passes of these per-pass scores (authors' code)
 EXPECTED = ("MSR", "MLS", "PE", "GEN", "REN", "GE", "PCE", "Energy")
+# Pairs of (CSF, variant) score keys of one model that coincide by definition, {(a, b): one-line reason};
+# any other two variants must give different confidences (tests/unit/test_csf_aliases.py).  None
+# coincide today: e.g. CTM and CTMmean differ in every variant (head weights w_k vs class means).
+ALIASES: dict[tuple[tuple[str, str], tuple[str, str]], str] = {}
 
 
 def variants_for(backbone: str, variants: tuple[str, ...] = VARIANTS) -> list[tuple[Csf, str]]:

@@ -10,9 +10,9 @@ projection's variance are attributes (JSON where they are mappings).  Layout of 
     {mode}/csf/{CSF}/{variant}/  attrs: params (JSON), shares, undefined (reason or ""); datasets: state arrays,
                                  tuning/probed, tuning/objective
 
-``scores/{dataset}.h5``: ``{mode}/{CSF}/{variant}`` (N,) float64 confidences (higher = more
-confident), ``{mode}/pred`` and ``{mode}/correct``, ``labels``; attrs as above plus dataset,
-shift_type and regime.  Both are written to a temporary name and renamed when complete.
+``scores/{source}/{model}/{fit_group}.h5``: one HDF5 group per evaluation set holding
+``{mode}/{CSF}/{variant}`` (N,) float64 confidences (higher = more confident), ``{mode}/pred`` and
+``{mode}/correct``, ``labels``; file attrs as above, set attrs dataset, shift_type and regime.  Both are written to a temporary name and renamed when complete.
 """
 from __future__ import annotations
 
@@ -125,32 +125,40 @@ def read_fit(path: str | Path) -> tuple[dict[str, FittedMode], tuple[np.ndarray,
     return modes, head, attrs
 
 
-def write_scores(path: str | Path, scores: dict[str, dict[tuple[str, str], np.ndarray]],
-                 splits: dict[str, SplitData], attrs: dict) -> None:
-    """Write per-sample confidences of every mode/CSF/variant for one evaluation set."""
+def write_scores(path: str | Path, sets: dict[str, tuple[dict, dict[str, SplitData], dict]], attrs: dict) -> None:
+    """Write the per-sample confidences of every evaluation set of one (model, fit group).
+
+    ``sets``: {dataset: (scores {mode: {(CSF, variant): (N,)}}, splits {mode: SplitData}, set attrs)}.
+    """
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
         fh.attrs.update(attrs)
-        first = next(iter(splits.values()))
-        fh.create_dataset("labels", data=first.labels)
-        for mode, per_mode in scores.items():
-            fh.create_dataset(f"{mode}/pred", data=splits[mode].pred)
-            fh.create_dataset(f"{mode}/correct", data=splits[mode].correct)
-            for (name, variant), conf in per_mode.items():
-                fh.create_dataset(f"{mode}/{name}/{variant}", data=conf, compression="gzip", compression_opts=1)
+        for dataset, (scores, splits, set_attrs) in sets.items():
+            group = fh.create_group(dataset)
+            group.attrs.update(set_attrs)
+            group.create_dataset("labels", data=next(iter(splits.values())).labels)
+            for mode, per_mode in scores.items():
+                group.create_dataset(f"{mode}/pred", data=splits[mode].pred)
+                group.create_dataset(f"{mode}/correct", data=splits[mode].correct)
+                for (name, variant), conf in per_mode.items():
+                    group.create_dataset(f"{mode}/{name}/{variant}", data=conf, compression="gzip",
+                                         compression_opts=1)
 
 
-def read_scores(path: str | Path) -> tuple[dict, dict]:
-    """({mode: {"correct": (N,), "scores": {(CSF, variant): (N,)}}}, attrs) of a scores file."""
+def read_scores(path: str | Path, dataset: str) -> tuple[dict, dict]:
+    """({mode: {"correct": (N,), "scores": {(CSF, variant): (N,)}}}, attrs) of one evaluation set of a
+    scores file (``attrs``: the file's attributes updated with the set's)."""
     path = Path(path)
     if not path.is_file():
         raise FeatureFileError(f"scores file not found: {path}")
     out: dict = {}
     with h5py.File(path, "r", locking=False) as fh:
-        attrs = dict(fh.attrs)
+        if dataset not in fh:
+            raise FeatureFileError(f"{path}: no scores of evaluation set {dataset!r} (has {sorted(fh)})")
+        attrs = {**fh.attrs, **fh[dataset].attrs}
         for mode in ("det", "mcd"):
-            if mode not in fh:
+            if mode not in fh[dataset]:
                 continue
-            g = fh[mode]
+            g = fh[dataset][mode]
             scores = {(name, variant): ds[()] for name, sub in g.items() if isinstance(sub, h5py.Group)
                       for variant, ds in sub.items()}
             out[mode] = {"correct": g["correct"][()].astype(bool), "scores": scores}

@@ -1,33 +1,31 @@
-"""Feature-subspace confidence scores: Residual, ViM and NeCo (spec 000 §2, rows 19–21).
+"""Feature-subspace confidence scores: Residual and ViM (Wang et al., 2022) and NeCo (Ammar et al., 2023);
+Claros-Olivares & Brockmeier, App. A.3.12–A.3.13.
 
 Shapes: N samples, D feature dimensions, C classes, Dp principal dimensions.  ``features`` are the
 penultimate features h (N×D), ``logits`` z = W h + b (N×C), ``weight`` W (C×D), ``bias`` b (C,).
-For Deep Gamblers the caller decides whether the abstention row is dropped (spec §9 item 22).
+For Deep Gamblers the caller decides whether the abstention row is dropped (the authors'
+code keeps it for these three scores only).
 
 Every score is a float64 array (N,), oriented as a **confidence**: higher = more in-distribution
-(spec §2.3: the residual norm and the ViM virtual logit are negated).  Inputs may be float32 or
+(the residual norm and the ViM virtual logit are negated).  Inputs may be float32 or
 float64.  Arithmetic runs in row blocks (on several threads:
 :func:`csfbench.csf.blocks.map_row_blocks`) so that the copies stay bounded for large N.
 Fitted states are dicts of numpy arrays (HDF5-storable).
 
 Precision: the matrix products run in float32 (BLAS, accumulating in float32 within a row block),
-the features' storage precision (DESIGN.md); float64 features are rounded to float32 for them. The
+the features' storage precision in the feature files; float64 features are rounded to float32 for them. The
 sums over the blocks, alpha's means and the eigenvectors are float64.
 - The second moment (:func:`scatter_about`): float32 products of row blocks centred on their own
-  mean, plus the float64 remainder for the centre.  A float32 product about u, as pytorch-ood forms
-  it, is rounded relative to the mean term, which dwarfs the spread.  The residual subspace is
-  sensitive: on the benchmark's features the eigenvalue gap at Dp is 4.4e-8 of the largest
-  eigenvalue, 1e-3 of the eigenvalue there.  There the block-centred second moment moves the
-  residual norms by at most 2.2e-5 relative (median 8.7e-7), against 1.7e-3 for pytorch-ood's,
-  and 5e-4 to 3e-3 (medians 2e-5 to 8e-5) for dropping one of the 50,000 training rows (8 tried):
-  the numerical error is far below the fit's own sensitivity to its data (``docs/benchmarks.md``,
-  parity round 4).
+  mean, plus the float64 remainder for the centre.  A float32 product about u, as pytorch-ood and the
+  ViM authors' code form it, is rounded relative to the mean term, which dwarfs the spread.  The
+  residual subspace can be ill-determined (a tiny eigenvalue gap at Dp); centring each block keeps
+  the numerical error far below the fit's own sensitivity to its data (dropping one training row).
 - The per-row residual ``Rᵀ(h − u)`` (the dominant cost of fitting alpha and of scoring) is
   evaluated as ``Rᵀh − Rᵀu``, without a centred copy: its error, about 2^-24 (‖h‖ + ‖u‖) per
   coordinate, is of the order of what rounding the features themselves to float32 already changes
   as long as the origin u = −W⁺b is not far larger than the features (‖u‖ ≲ ‖h‖, the usual case
   of a small bias), and is tested against the float64 rule.
-Float32 halves the time of the products (measured in ``benchmarks/csf_engine.py``).
+Float32 products are cheaper than float64 ones (docs/benchmarks.md).
 
 The validation, blocking and eigen-decomposition helpers here are shared with
 :mod:`csfbench.csf.kpca`.
@@ -173,7 +171,7 @@ def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
 
 
 def principal_dim(feature_dim: int) -> int:
-    """ViM/Residual principal dimension Dp (spec §2 "Residual/ViM fitting").
+    """ViM/Residual principal dimension Dp (the rule of the ViM reference code and of the authors' code).
 
     D ≥ 2048 → 1000; D ≥ 768 → 512; otherwise D // 2 (VGG-13, D = 512 → 256; ViT, D = 768 → 512).
     """
@@ -217,7 +215,7 @@ def _check_subspace(features, origin, basis) -> tuple[np.ndarray, np.ndarray, np
 
 
 def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.ndarray]:
-    """Fit the ViM/Residual state on the training split (spec §2 "Residual/ViM fitting").
+    """Fit the ViM/Residual state on the training split (as in the ViM reference code).
 
     - origin u = −W⁺ b (D,);
     - second moment about u, (H − u)ᵀ(H − u) / (N − 1), *not* re-centred; its eigenvectors sorted by
@@ -250,13 +248,13 @@ def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.
 
 
 def residual_score(features, origin, basis) -> np.ndarray:
-    """Residual confidence −‖Rᵀ(h − u)‖₂ (spec §2 row 19); (N,), <= 0, higher = more ID."""
+    """Residual confidence −‖Rᵀ(h − u)‖₂ (App. A.3.12); (N,), <= 0, higher = more ID."""
     features, origin, basis = _check_subspace(features, origin, basis)
     return -finite_from(_residual_norm(features, origin, basis), features, "features")
 
 
 def vim_score(features, logits, origin, basis, alpha) -> np.ndarray:
-    """ViM confidence LSE(z) − α‖Rᵀ(h − u)‖₂ (spec §2 row 20); (N,), higher = more ID.
+    """ViM confidence LSE(z) − α‖Rᵀ(h − u)‖₂ (App. A.3.12); (N,), higher = more ID.
 
     This is −(virtual logit − energy), a monotone transform of the ViM probability of "OOD".
     """
@@ -267,7 +265,8 @@ def vim_score(features, logits, origin, basis, alpha) -> np.ndarray:
 
 
 def neco_fit(features, n_components: int = 100) -> dict[str, np.ndarray]:
-    """Fit NeCo's PCA on the training features (spec §2 row 21, "NeCo note").
+    """Fit NeCo's PCA on the training features (App. A.3.13; fitted on the centred features as in the
+    authors' code).
 
     Returns ``mean`` μ (D,) and ``components`` (d×D, orthonormal rows): the top-d principal
     directions of the centred training features, d = min(n_components, N, D).  They come from the
@@ -285,7 +284,7 @@ def neco_fit(features, n_components: int = 100) -> dict[str, np.ndarray]:
 
 
 def neco_score(features, logits, mean, components, centered: bool) -> np.ndarray:
-    """NeCo confidence (spec §2 row 21, "NeCo note"); (N,), higher = more ID.
+    """NeCo confidence (App. A.3.13, times the max logit as in the authors' code); (N,), higher = more ID.
 
     - ``centered=True`` (CNN): ‖P_dᵀ(h − μ)‖ / ‖h − μ‖ · max_k z_k.
     - ``centered=False`` (ViT, authors' code): the raw h goes into the PCA ``transform``, which

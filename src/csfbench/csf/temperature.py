@@ -1,9 +1,10 @@
-"""Temperature scaling (spec 000 §1.7 V1): one scalar T per logit source, fitted on ID validation only.
+"""Temperature scaling (Claros-Olivares & Brockmeier, App. E): one scalar T per logit source, fitted on ID validation
+only.
 
 T minimises the mean cross-entropy of ``softmax(z / T)`` against the validation labels.  The
 authors run LBFGS on T (lr 0.01, up to 2000 iterations); the objective is a convex function of
-1/T, so a bounded scalar minimisation over log T finds the same minimiser deterministically and in
-milliseconds (tested against a dense grid).  T is dimensionless and > 0.
+1/T, so a bounded scalar minimisation over log T finds the same minimiser deterministically
+(tested against a dense grid).  T is dimensionless and > 0.
 """
 from __future__ import annotations
 

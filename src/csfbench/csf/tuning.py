@@ -1,4 +1,4 @@
-"""Validation-only hyper-parameter search (spec 000 §1.7 V2).
+"""Validation-only hyper-parameter search (Claros-Olivares & Brockmeier, App. E).
 
 Bayesian optimisation with ``bayes_opt`` (as the authors: ``random_state`` = the seed,
 ``init_points`` random probes then ``n_iter`` guided ones; the paper uses 20 + 80, the budget comes
@@ -16,9 +16,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 #: the search budget (init_points, n_iter) of the tuned quantities that do not use the config's
 #: global budget when the config names no ``budgets``: KPCA RecError's probes each decompose an
-#: L×L Nyström problem over all training rows (L up to 5,000; ≈ 10–60 s on 2 CPU cores at paper
-#: scale), so the paper's 20 + 80 alone would take hours; ``benchmarks/tuning_budget.py`` measures
-#: what the smaller search loses.  ``budgets: {}`` in the config restores one budget for everything.
+#: L×L Nyström problem over all training rows (L up to 5,000), far costlier than any other probe;
+#: ``benchmarks/tuning_budget.py`` measures what the smaller search loses (docs/benchmarks.md).
+#: ``budgets: {}`` in the config restores one budget for everything.
 DEFAULT_BUDGETS = {"KPCA RecError": (5, 15)}
 WORST = -1.0  # −AUGRC is ≥ −0.5; a failed evaluation is scored below every valid one
 
@@ -50,7 +50,7 @@ def tune(objective: Callable[[dict], float], space: dict, init_points: int, n_it
     if not free:
         value = safe()
         return cast(fixed, space), np.zeros((1, 0)), np.array([value])
-    from bayes_opt import BayesianOptimization  # imported here: scoring jobs never tune (import ≈ 1.7 s)
+    from bayes_opt import BayesianOptimization  # imported here: scoring jobs never tune (a slow import)
 
     opt = BayesianOptimization(f=safe, pbounds=free, random_state=seed, verbose=0, allow_duplicate_points=True)
     opt.maximize(init_points=init_points, n_iter=n_iter)

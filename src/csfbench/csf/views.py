@@ -1,4 +1,5 @@
-"""The inputs one CSF variant sees: features, logits and temperature of a projection variant (spec 000 §3.3).
+"""The inputs one CSF variant sees: features, logits and temperature of a projection variant
+(Claros-Olivares & Brockmeier, §3.2, App. A.4, Table 3; docs/methods.md).
 
 A :class:`View` is built per (split, variant) by :func:`build_views` from the fitted projection
 state; all CSFs of that variant share it, so projections and class-projected logits are computed
@@ -36,7 +37,8 @@ class View:
 
     @cached_property
     def probs(self) -> np.ndarray:
-        """softmax(z / T); in MC-dropout mode the unprojected view uses the mean of the per-pass softmaxes.
+        """softmax(z / T); in MC-dropout mode the unprojected view uses the mean of the per-pass softmaxes
+        (the input of the probability CSFs; GradNorm takes softmax(z̄ / T) of the mean logits instead).
 
         Computed once per view and shared by every probability-based CSF of the variant and by
         every tuning probe on it (callers must not modify it in place).

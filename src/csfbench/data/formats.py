@@ -2,7 +2,10 @@
 
 Each :class:`Format` names its reader (see :mod:`csfbench.data.readers`), the official splits it
 has, the options its reader takes and the expected on-disk layout.  The layout text lives here
-only: readers look it up when they raise a :class:`~csfbench.errors.DatasetError`.
+only.  The dependency goes one way: this module imports the readers, which know nothing of it.
+:meth:`Format.reader` is the one place where a reader's :class:`~csfbench.data.readers.ReaderError`
+(path and problem) becomes a :class:`~csfbench.errors.DatasetError` that also names the dataset and
+the expected layout.
 """
 from __future__ import annotations
 
@@ -12,29 +15,57 @@ from typing import Callable
 
 from csfbench.data import readers
 from csfbench.data.base import ImageSet
+from csfbench.data.readers import ReaderError, require_directory
 from csfbench.errors import DatasetError
 
 
 @dataclass(frozen=True)
 class Format:
-    """One on-disk format.
+    """One on-disk format, registered under ``key``.
 
+    ``read`` is its reader in :mod:`csfbench.data.readers`, called only on a checked request.
     ``splits`` are the official splits a reader accepts; an empty tuple means the format holds a
     single unnamed split and the ``split`` argument is ignored.  ``options`` are the keyword
     options the reader requires (no others are accepted).  ``labelled`` is False where every
     sample gets label ``-1`` (semantic shift, no label of any source).
     """
 
-    reader: Callable[..., ImageSet]
+    key: str
+    read: Callable[..., ImageSet]
     expected_layout: str
     splits: tuple[str, ...]
     labelled: bool
     options: tuple[str, ...] = ()
 
+    def reader(self, root: str | Path, split: str, name: str, **options: object) -> ImageSet:
+        """Read the official ``split`` of the dataset ``name`` under ``root``.
 
-FORMATS: dict[str, Format] = {
-    "cifar10": Format(
-        reader=readers.read_cifar10,
+        Checks that ``root`` is a directory and that ``split`` and the option names are this
+        format's, then calls :attr:`read`.  Any problem raises a :class:`DatasetError` naming the
+        dataset, the path tried, the problem and :attr:`expected_layout`.
+        """
+        root = Path(root)
+        try:
+            require_directory(root)
+            self._check_request(root, split, options)
+            return self.read(root, split, name, **options)
+        except ReaderError as error:
+            raise DatasetError(name, error.path, error.problem, self.expected_layout) from error
+
+    def _check_request(self, root: Path, split: str, options: dict[str, object]) -> None:
+        if self.splits and split not in self.splits:
+            raise ReaderError(root, f"unknown split '{split}'; format '{self.key}' has splits {list(self.splits)}")
+        missing = [key for key in self.options if key not in options]
+        unknown = sorted(set(options) - set(self.options))
+        if missing or unknown:
+            problem = f"format '{self.key}' takes options {list(self.options)}; missing {missing}, unknown {unknown}"
+            raise ReaderError(root, problem)
+
+
+_FORMATS = (
+    Format(
+        key="cifar10",
+        read=readers.read_cifar10,
         expected_layout="""
 {root}/ = the extracted cifar-10-batches-py/ directory, python pickles:
   data_batch_1 ... data_batch_5   split "train" (10000 images each)
@@ -45,8 +76,9 @@ each batch: dict with b'data' (N x 3072 uint8, channel-major RGB 32x32) and b'la
         splits=("train", "test"),
         labelled=True,
     ),
-    "cifar100": Format(
-        reader=readers.read_cifar100,
+    Format(
+        key="cifar100",
+        read=readers.read_cifar100,
         expected_layout="""
 {root}/ = the extracted cifar-100-python/ directory, python pickles:
   train   split "train" (50000 images)
@@ -58,8 +90,9 @@ train/test: dict with b'data' (N x 3072 uint8, channel-major RGB 32x32),
         splits=("train", "test"),
         labelled=True,
     ),
-    "supercifar100": Format(
-        reader=readers.read_supercifar100,
+    Format(
+        key="supercifar100",
+        read=readers.read_supercifar100,
         expected_layout="""
 {root}/ = the extracted cifar-100-python/ directory, python pickles:
   train   dict with b'data' (N x 3072 uint8, channel-major RGB 32x32), b'fine_labels', b'coarse_labels'
@@ -72,8 +105,9 @@ SuperCIFAR-100: coarse labels, superclass 'vehicles_2' removed (19 classes), one
         splits=("train", "test"),
         labelled=True,
     ),
-    "tinyimagenet": Format(
-        reader=readers.read_tinyimagenet,
+    Format(
+        key="tinyimagenet",
+        read=readers.read_tinyimagenet,
         expected_layout="""
 {root}/ = the extracted tiny-imagenet-200/ directory:
   wnids.txt                      one WordNet id per line; label = line index
@@ -84,8 +118,9 @@ SuperCIFAR-100: coarse labels, superclass 'vehicles_2' removed (19 classes), one
         splits=("train", "test"),
         labelled=True,
     ),
-    "svhn": Format(
-        reader=readers.read_svhn,
+    Format(
+        key="svhn",
+        read=readers.read_svhn,
         expected_layout="""
 {root}/ = the folder holding the SVHN cropped-digit files (format 2):
   train_32x32.mat   split "train"
@@ -95,8 +130,9 @@ each .mat (MATLAB v5): X = 32 x 32 x 3 x N uint8, y = N x 1 labels 1..10 (10 = d
         splits=("train", "test"),
         labelled=True,
     ),
-    "image_folder": Format(
-        reader=readers.read_image_folder,
+    Format(
+        key="image_folder",
+        read=readers.read_image_folder,
         expected_layout="""
 {root}/**/*.{jpg,jpeg,png,bmp,gif,tif,tiff,webp}   any nesting, extension case ignored
 one unlabelled split (label -1): LSUN crop/resize, iSUN, Places365, Textures (dtd/images)
@@ -104,8 +140,9 @@ one unlabelled split (label -1): LSUN crop/resize, iSUN, Places365, Textures (dt
         splits=(),
         labelled=False,
     ),
-    "cifar_c": Format(
-        reader=readers.read_cifar_c,
+    Format(
+        key="cifar_c",
+        read=readers.read_cifar_c,
         expected_layout="""
 {root}/ = the extracted CIFAR-10-C/ or CIFAR-100-C/ directory:
   {corruption}.npy   (5 x 10000) x 32 x 32 x 3 uint8; severity s = rows (s-1)*10000 ... s*10000
@@ -116,8 +153,9 @@ options: corruption (file stem, e.g. gaussian_noise), severity (1..5); split "te
         labelled=True,
         options=("corruption", "severity"),
     ),
-    "npy": Format(
-        reader=readers.read_npy,
+    Format(
+        key="npy",
+        read=readers.read_npy,
         expected_layout="""
 {root}/{split}/images.npy   N x H x W x 3 uint8
 {root}/{split}/labels.npy   N int64 labels (-1 = no label of the source)
@@ -126,16 +164,17 @@ splits: train, test
         splits=("train", "test"),
         labelled=True,
     ),
-}
+)
+FORMATS: dict[str, Format] = {spec.key: spec for spec in _FORMATS}
 
 
 def open_dataset(fmt: str, root: str | Path, split: str, name: str, **options: object) -> ImageSet:
     """Read the official ``split`` of the dataset ``name`` stored in format ``fmt`` under ``root``.
 
-    Raises :class:`DatasetError` for an unknown format (listing the known ones) and, through the
-    reader, for a missing or malformed dataset.
+    Raises :class:`DatasetError` for an unknown format (listing the known ones) and, through
+    :meth:`Format.reader`, for a missing or malformed dataset.
     """
     if fmt not in FORMATS:
         known = "\n".join(f"{key}: {spec.expected_layout.strip().splitlines()[0]}" for key, spec in FORMATS.items())
         raise DatasetError(name, root, f"unknown format '{fmt}'; known formats: {', '.join(FORMATS)}", known)
-    return FORMATS[fmt].reader(Path(root), split, name, **options)
+    return FORMATS[fmt].reader(root, split, name, **options)

@@ -1,26 +1,27 @@
 """Readers of the real on-disk dataset formats, one per format.
 
-Every reader has the signature ``read_X(root, split, name, **options) -> ImageSet`` and returns the
-official ``split`` ("train" or "test") as RGB images (uint8 0..255, H×W×3) with int64 labels
-(``-1`` = no label of the source) and traceable ``sample_ids``.  A missing or malformed dataset
-raises :class:`~csfbench.errors.DatasetError` naming the dataset, the path tried, the problem and
-the expected layout, which is looked up in the registry :data:`csfbench.data.formats.FORMATS`.
-Readers check directories, files, splits and options before reading image payloads.
+Every reader has the signature ``read_X(root, split, name, **format_options) -> ImageSet`` and
+returns the official ``split`` ("train" or "test") as RGB images (uint8 0..255, H×W×3) with int64
+labels (``-1`` = no label of the source) and traceable ``sample_ids``; ``name`` only names the
+returned ImageSet.  Readers check files and their content before reading image payloads.
+
+This module knows nothing of the format registry (:mod:`csfbench.data.formats`, which imports it):
+a reader trusts that ``root`` is a directory and that ``split`` and the options are those of its
+format, and reports a missing or malformed file as a :class:`ReaderError` naming only the path and
+the problem.  The registry checks the request before calling a reader and turns a ReaderError into
+a :class:`~csfbench.errors.DatasetError` that also names the dataset and the expected layout.
 """
 from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import Callable, TypeVar
 
 import numpy as np
 import scipy.io
 
 from csfbench.data.base import ArrayImageSet, FileImageSet, ImageSet
-from csfbench.errors import DatasetError
-
-if TYPE_CHECKING:
-    from csfbench.data.formats import Format
+from csfbench.errors import CsfbenchError
 
 T = TypeVar("T")
 
@@ -36,76 +37,64 @@ SUPERCIFAR_HELD_OUT = (
 SVHN_DIGIT_ZERO = 10
 
 
+class ReaderError(CsfbenchError):
+    """A missing or malformed file or directory, or a request its format does not offer: the path
+    tried and the problem.
+
+    It names no dataset and no layout; :meth:`csfbench.data.formats.Format.reader` adds both.
+    """
+
+    def __init__(self, path: Path, problem: str):
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{problem}\n  path tried: {path}")
+
+
 # ---------------------------------------------------------------------------------------------
-# Shared checks: every failure becomes a DatasetError carrying the registry's layout text.
+# Shared checks: every failure raises a ReaderError.
 
 
-def _format(fmt: str) -> "Format":
-    # The registry imports this module, so it is looked up at call time.
-    from csfbench.data.formats import FORMATS
-
-    return FORMATS[fmt]
-
-
-def _error(fmt: str, name: str, path: Path, problem: str) -> DatasetError:
-    return DatasetError(name, path, problem, _format(fmt).expected_layout)
-
-
-def _require_dir(fmt: str, name: str, path: Path) -> Path:
+def require_directory(path: Path) -> Path:
+    """``path`` if it is a directory, else a ReaderError."""
     if not path.is_dir():
         problem = "a file found where a directory was expected" if path.exists() else "directory not found"
-        raise _error(fmt, name, path, problem)
+        raise ReaderError(path, problem)
     return path
 
 
-def _require_file(fmt: str, name: str, path: Path) -> Path:
+def _require_file(path: Path) -> Path:
     if not path.is_file():
         problem = "a directory found where a file was expected" if path.exists() else "file not found"
-        raise _error(fmt, name, path, problem)
+        raise ReaderError(path, problem)
     return path
 
 
-def _start(fmt: str, name: str, root: Path, split: str, options: dict[str, object]) -> Path:
-    """Check that ``root`` is a directory and that ``split`` and the option names are known."""
-    spec = _format(fmt)
-    root = _require_dir(fmt, name, Path(root))
-    if spec.splits and split not in spec.splits:
-        raise _error(fmt, name, root, f"unknown split '{split}'; format '{fmt}' has splits {list(spec.splits)}")
-    missing = [key for key in spec.options if key not in options]
-    unknown = sorted(set(options) - set(spec.options))
-    if missing or unknown:
-        problem = f"format '{fmt}' takes options {list(spec.options)}; missing {missing}, unknown {unknown}"
-        raise _error(fmt, name, root, problem)
-    return root
-
-
-def _load(fmt: str, name: str, path: Path, load: Callable[[Path], T], what: str) -> T:
-    """``load(path)`` on an existing file; any failure to parse it becomes a DatasetError."""
-    _require_file(fmt, name, path)
+def _load(path: Path, load: Callable[[Path], T], what: str) -> T:
+    """``load(path)`` on an existing file; any failure to parse it becomes a ReaderError."""
+    _require_file(path)
     try:
         return load(path)
     except Exception as exc:  # pickle/.npy/.mat parsers raise many unrelated types on corrupt input
-        raise _error(fmt, name, path, f"cannot read {what} ({type(exc).__name__}: {exc})") from exc
+        raise ReaderError(path, f"cannot read {what} ({type(exc).__name__}: {exc})") from exc
 
 
-def _check_labels(fmt: str, name: str, path: Path, labels: object, n: int, low: int, high: int) -> np.ndarray:
+def _check_labels(path: Path, labels: object, n: int, low: int, high: int) -> np.ndarray:
     """``labels`` as an int64 vector of length ``n`` with values in ``low..high`` (inclusive)."""
     array = np.asarray(labels)
     if array.ndim != 1 or len(array) != n or not np.issubdtype(array.dtype, np.integer):
-        raise _error(fmt, name, path, f"expected {n} integer labels, got shape {array.shape} dtype {array.dtype}")
+        raise ReaderError(path, f"expected {n} integer labels, got shape {array.shape} dtype {array.dtype}")
     array = array.astype(np.int64)
     if len(array) and (array.min() < low or array.max() > high):
-        raise _error(fmt, name, path, f"labels must lie in {low}..{high}, found {array.min()}..{array.max()}")
+        raise ReaderError(path, f"labels must lie in {low}..{high}, found {array.min()}..{array.max()}")
     return array
 
 
-def _check_images(fmt: str, name: str, path: Path, images: np.ndarray, side: int | None = None) -> np.ndarray:
+def _check_images(path: Path, images: np.ndarray, side: int | None = None) -> np.ndarray:
     """Check an N×H×W×3 uint8 array (H = W = ``side`` when given)."""
     hw_ok = side is None or images.shape[1:3] == (side, side)
     if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8 or not hw_ok:
         size = f"{side}x{side}" if side else "HxW"
-        problem = f"expected N x {size} x 3 uint8 images, got shape {images.shape} dtype {images.dtype}"
-        raise _error(fmt, name, path, problem)
+        raise ReaderError(path, f"expected N x {size} x 3 uint8 images, got shape {images.shape} dtype {images.dtype}")
     return images
 
 
@@ -128,39 +117,37 @@ def _unpickle(path: Path) -> object:
         return pickle.load(f, encoding="bytes")
 
 
-def _cifar_dict(fmt: str, name: str, path: Path, keys: tuple[bytes, ...]) -> dict[bytes, object]:
+def _cifar_dict(path: Path, keys: tuple[bytes, ...]) -> dict[bytes, object]:
     """Unpickle one CIFAR file and check that it is a dict holding ``keys``."""
-    content = _load(fmt, name, path, _unpickle, "python pickle")
+    content = _load(path, _unpickle, "python pickle")
     if not isinstance(content, dict):
-        raise _error(fmt, name, path, f"expected a pickled dict, got {type(content).__name__}")
+        raise ReaderError(path, f"expected a pickled dict, got {type(content).__name__}")
     missing = [key for key in keys if key not in content]
     if missing:
-        raise _error(fmt, name, path, f"missing keys {missing}; found {sorted(map(repr, content))}")
+        raise ReaderError(path, f"missing keys {missing}; found {sorted(map(repr, content))}")
     return content
 
 
 def _cifar_batch(
-    fmt: str, name: str, path: Path, label_keys: tuple[bytes, ...], n_classes: tuple[int, ...]
+    path: Path, label_keys: tuple[bytes, ...], n_classes: tuple[int, ...]
 ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """One CIFAR batch: images (N×32×32×3 uint8), one label vector per key, ids ``"{file}:{i}"``."""
-    batch = _cifar_dict(fmt, name, path, (b"data", *label_keys))
+    batch = _cifar_dict(path, (b"data", *label_keys))
     rows = np.asarray(batch[b"data"])
     pixels = 3 * CIFAR_SIDE * CIFAR_SIDE
     if rows.ndim != 2 or rows.shape[1] != pixels or rows.dtype != np.uint8:
-        raise _error(fmt, name, path, f"b'data' must be N x {pixels} uint8, got shape {rows.shape} dtype {rows.dtype}")
+        raise ReaderError(path, f"b'data' must be N x {pixels} uint8, got shape {rows.shape} dtype {rows.dtype}")
     images = np.ascontiguousarray(rows.reshape(-1, 3, CIFAR_SIDE, CIFAR_SIDE).transpose(0, 2, 3, 1))
     labels = [
-        _check_labels(fmt, name, path, batch[key], len(images), 0, n - 1) for key, n in zip(label_keys, n_classes)
+        _check_labels(path, batch[key], len(images), 0, n - 1) for key, n in zip(label_keys, n_classes)
     ]
     return images, labels, _ids(path.name, np.arange(len(images)))
 
 
-def _cifar_split(
-    fmt: str, name: str, root: Path, files: tuple[str, ...], label_key: bytes, n_classes: int
-) -> ArrayImageSet:
+def _cifar_split(name: str, root: Path, files: tuple[str, ...], label_key: bytes, n_classes: int) -> ArrayImageSet:
     """The batches ``files`` of ``root`` one after the other, with the labels under ``label_key``."""
-    paths = [_require_file(fmt, name, root / file) for file in files]
-    batches = [_cifar_batch(fmt, name, path, (label_key,), (n_classes,)) for path in paths]
+    paths = [_require_file(root / file) for file in files]
+    batches = [_cifar_batch(path, (label_key,), (n_classes,)) for path in paths]
     return ArrayImageSet(
         name=name,
         images=np.concatenate([images for images, _, _ in batches]),
@@ -169,33 +156,31 @@ def _cifar_split(
     )
 
 
-def read_cifar10(root: Path, split: str, name: str, **options: object) -> ImageSet:
+def read_cifar10(root: Path, split: str, name: str) -> ImageSet:
     """CIFAR-10 from ``cifar-10-batches-py``: 10 classes, 32×32 RGB uint8, ids ``"{file}:{index}"``."""
-    root = _start("cifar10", name, root, split, options)
-    return _cifar_split("cifar10", name, root, CIFAR10_FILES[split], b"labels", 10)
+    return _cifar_split(name, root, CIFAR10_FILES[split], b"labels", 10)
 
 
-def read_cifar100(root: Path, split: str, name: str, **options: object) -> ImageSet:
+def read_cifar100(root: Path, split: str, name: str) -> ImageSet:
     """CIFAR-100 from ``cifar-100-python``: the 100 fine classes, 32×32 RGB uint8, ids ``"{file}:{index}"``."""
-    root = _start("cifar100", name, root, split, options)
-    return _cifar_split("cifar100", name, root, (split,), b"fine_labels", 100)
+    return _cifar_split(name, root, (split,), b"fine_labels", 100)
 
 
-def _names(fmt: str, name: str, path: Path, meta: dict[bytes, object], key: bytes) -> list[str]:
+def _names(path: Path, meta: dict[bytes, object], key: bytes) -> list[str]:
     """The class names under ``key`` of a CIFAR-100 ``meta`` dict (a list of bytes)."""
     names = meta[key]
     if not isinstance(names, list) or not all(isinstance(n, bytes) for n in names):
-        raise _error(fmt, name, path, f"{key!r} must be a list of bytes names, got {type(names).__name__}")
+        raise ReaderError(path, f"{key!r} must be a list of bytes names, got {type(names).__name__}")
     return [n.decode() for n in names]
 
 
-def _index_of(fmt: str, name: str, path: Path, names: list[str], wanted: str, kind: str) -> int:
+def _index_of(path: Path, names: list[str], wanted: str, kind: str) -> int:
     if wanted not in names:
-        raise _error(fmt, name, path, f"{kind} '{wanted}' not found among the {len(names)} names in meta")
+        raise ReaderError(path, f"{kind} '{wanted}' not found among the {len(names)} names in meta")
     return names.index(wanted)
 
 
-def read_supercifar100(root: Path, split: str, name: str, **options: object) -> ImageSet:
+def read_supercifar100(root: Path, split: str, name: str) -> ImageSet:
     """SuperCIFAR-100 (FD-Shifts): 19 superclasses of CIFAR-100 under a sub-class shift.
 
     Labels are the CIFAR-100 coarse labels with ``vehicles_2`` removed, renumbered 0..18 in their
@@ -204,22 +189,20 @@ def read_supercifar100(root: Path, split: str, name: str, **options: object) -> 
     samples of the train file followed by those of the test file (validation is taken from its
     start by the caller).  Images 32×32 RGB uint8, ids ``"{file}:{index}"``.
     """
-    fmt = "supercifar100"
-    root = _start(fmt, name, root, split, options)
     files = ("train",) if split == "train" else ("train", "test")
-    paths = [_require_file(fmt, name, root / file) for file in files]
+    paths = [_require_file(root / file) for file in files]
     meta_path = root / "meta"
-    meta = _cifar_dict(fmt, name, meta_path, (b"fine_label_names", b"coarse_label_names"))
-    fine_names = _names(fmt, name, meta_path, meta, b"fine_label_names")
-    coarse_names = _names(fmt, name, meta_path, meta, b"coarse_label_names")
-    held_out = [_index_of(fmt, name, meta_path, fine_names, n, "fine class") for n in SUPERCIFAR_HELD_OUT]
-    removed = _index_of(fmt, name, meta_path, coarse_names, SUPERCIFAR_REMOVED_SUPERCLASS, "superclass")
+    meta = _cifar_dict(meta_path, (b"fine_label_names", b"coarse_label_names"))
+    fine_names = _names(meta_path, meta, b"fine_label_names")
+    coarse_names = _names(meta_path, meta, b"coarse_label_names")
+    held_out = [_index_of(meta_path, fine_names, n, "fine class") for n in SUPERCIFAR_HELD_OUT]
+    removed = _index_of(meta_path, coarse_names, SUPERCIFAR_REMOVED_SUPERCLASS, "superclass")
     renumber = np.cumsum(np.arange(len(coarse_names)) != removed) - 1  # old coarse label -> 0..18
 
     images, labels, ids = [], [], []
     for path in paths:
         batch_images, (fine, coarse), batch_ids = _cifar_batch(
-            fmt, name, path, (b"fine_labels", b"coarse_labels"), (len(fine_names), len(coarse_names))
+            path, (b"fine_labels", b"coarse_labels"), (len(fine_names), len(coarse_names))
         )
         is_held_out = np.isin(fine, held_out)
         keep = (coarse != removed) & (is_held_out if split == "test" else ~is_held_out)
@@ -233,30 +216,30 @@ def read_supercifar100(root: Path, split: str, name: str, **options: object) -> 
 # TinyImageNet (JPEG tree)
 
 
-def _wnids(fmt: str, name: str, root: Path) -> list[str]:
-    path = _require_file(fmt, name, root / "wnids.txt")
+def _wnids(root: Path) -> list[str]:
+    path = _require_file(root / "wnids.txt")
     wnids = [line.strip() for line in path.read_text().splitlines() if line.strip()]
     if not wnids or len(set(wnids)) != len(wnids):
-        raise _error(fmt, name, path, f"expected distinct WordNet ids, one per line; got {len(wnids)} lines")
+        raise ReaderError(path, f"expected distinct WordNet ids, one per line; got {len(wnids)} lines")
     return wnids
 
 
-def _tiny_train(fmt: str, name: str, root: Path, wnids: list[str]) -> list[tuple[str, int]]:
+def _tiny_train(root: Path, wnids: list[str]) -> list[tuple[str, int]]:
     """(relative path, label) of every train image, class by class."""
     samples = []
     for label, wnid in enumerate(wnids):
-        folder = _require_dir(fmt, name, root / "train" / wnid / "images")
+        folder = require_directory(root / "train" / wnid / "images")
         files = [p for p in folder.iterdir() if _is_image(p)]
         if not files:
-            raise _error(fmt, name, folder, f"no images for class '{wnid}'")
+            raise ReaderError(folder, f"no images for class '{wnid}'")
         samples += [(p.relative_to(root).as_posix(), label) for p in files]
     return samples
 
 
-def _tiny_val(fmt: str, name: str, root: Path, wnids: list[str]) -> list[tuple[str, int]]:
+def _tiny_val(root: Path, wnids: list[str]) -> list[tuple[str, int]]:
     """(relative path, label) of every val image listed in ``val_annotations.txt``."""
-    folder = _require_dir(fmt, name, root / "val" / "images")
-    path = _require_file(fmt, name, root / "val" / "val_annotations.txt")
+    folder = require_directory(root / "val" / "images")
+    path = _require_file(root / "val" / "val_annotations.txt")
     label_of = {wnid: label for label, wnid in enumerate(wnids)}
     samples = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
@@ -265,25 +248,23 @@ def _tiny_val(fmt: str, name: str, root: Path, wnids: list[str]) -> list[tuple[s
         fields = line.split("\t")
         if len(fields) < 2 or fields[1] not in label_of:
             problem = f"line {number}: expected '<file>\\t<wnid from wnids.txt>\\t...', got {line!r}"
-            raise _error(fmt, name, path, problem)
+            raise ReaderError(path, problem)
         if not (folder / fields[0]).is_file():
-            raise _error(fmt, name, folder / fields[0], f"image listed on line {number} of {path.name} not found")
+            raise ReaderError(folder / fields[0], f"image listed on line {number} of {path.name} not found")
         samples.append(((folder / fields[0]).relative_to(root).as_posix(), label_of[fields[1]]))
     if not samples:
-        raise _error(fmt, name, path, "no annotated images")
+        raise ReaderError(path, "no annotated images")
     return samples
 
 
-def read_tinyimagenet(root: Path, split: str, name: str, **options: object) -> ImageSet:
+def read_tinyimagenet(root: Path, split: str, name: str) -> ImageSet:
     """TinyImageNet (200 classes, 64×64 JPEG, decoded to RGB uint8 H×W×3 on access).
 
     Label = line index of the wnid in ``wnids.txt``.  Split "test" is the official val split.
     Samples are sorted by their path relative to ``root``, which is also their ``sample_id``.
     """
-    fmt = "tinyimagenet"
-    root = _start(fmt, name, root, split, options)
-    wnids = _wnids(fmt, name, root)
-    samples = sorted((_tiny_train if split == "train" else _tiny_val)(fmt, name, root, wnids))
+    wnids = _wnids(root)
+    samples = sorted((_tiny_train if split == "train" else _tiny_val)(root, wnids))
     return FileImageSet(name, root, np.array([s[1] for s in samples]), np.array([s[0] for s in samples]))
 
 
@@ -291,23 +272,21 @@ def read_tinyimagenet(root: Path, split: str, name: str, **options: object) -> I
 # SVHN (MATLAB .mat)
 
 
-def read_svhn(root: Path, split: str, name: str, **options: object) -> ImageSet:
+def read_svhn(root: Path, split: str, name: str) -> ImageSet:
     """SVHN cropped digits: 10 classes (label 10 in the file = digit 0), 32×32 RGB uint8.
 
     Variable shapes are checked from the .mat header before the payload is loaded.
     Ids ``"{file}:{index}"``.
     """
-    fmt = "svhn"
-    root = _start(fmt, name, root, split, options)
     path = root / f"{split}_32x32.mat"
-    header = {var: (shape, cls) for var, shape, cls in _load(fmt, name, path, scipy.io.whosmat, "MATLAB file")}
+    header = {var: (shape, cls) for var, shape, cls in _load(path, scipy.io.whosmat, "MATLAB file")}
     x_shape, x_class = header.get("X", ((), "missing"))
     y_shape = header.get("y", ((), "missing"))[0]
     n = x_shape[-1] if len(x_shape) == 4 else -1
     if x_shape[:3] != (CIFAR_SIDE, CIFAR_SIDE, 3) or x_class != "uint8" or tuple(y_shape) != (n, 1):
-        raise _error(fmt, name, path, f"expected X 32x32x3xN uint8 and y Nx1, got X {x_shape} {x_class}, y {y_shape}")
-    content = _load(fmt, name, path, lambda p: scipy.io.loadmat(p, variable_names=["X", "y"]), "MATLAB file")
-    labels = _check_labels(fmt, name, path, content["y"].ravel().astype(np.int64), n, 1, SVHN_DIGIT_ZERO)
+        raise ReaderError(path, f"expected X 32x32x3xN uint8 and y Nx1, got X {x_shape} {x_class}, y {y_shape}")
+    content = _load(path, lambda p: scipy.io.loadmat(p, variable_names=["X", "y"]), "MATLAB file")
+    labels = _check_labels(path, content["y"].ravel().astype(np.int64), n, 1, SVHN_DIGIT_ZERO)
     labels[labels == SVHN_DIGIT_ZERO] = 0
     images = np.ascontiguousarray(content["X"].transpose(3, 0, 1, 2))
     return ArrayImageSet(name, images, labels, _ids(path.name, np.arange(n)))
@@ -317,16 +296,14 @@ def read_svhn(root: Path, split: str, name: str, **options: object) -> ImageSet:
 # Image folders (LSUN, iSUN, Places365, Textures)
 
 
-def read_image_folder(root: Path, split: str, name: str, **options: object) -> ImageSet:
+def read_image_folder(root: Path, split: str, name: str) -> ImageSet:
     """Every image file under ``root`` (recursively), sorted by relative path, label ``-1``.
 
     ``split`` is ignored (one split).  Images are decoded to RGB uint8 H×W×3 on access.
     """
-    fmt = "image_folder"
-    root = _start(fmt, name, root, split, options)
     paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if _is_image(p) and p.is_file())
     if not paths:
-        raise _error(fmt, name, root, f"no image files (extensions {sorted(IMAGE_EXTENSIONS)}, any case)")
+        raise ReaderError(root, f"no image files (extensions {sorted(IMAGE_EXTENSIONS)}, any case)")
     return FileImageSet(name, root, np.full(len(paths), -1), np.array(paths))
 
 
@@ -338,45 +315,41 @@ def _mmap(path: Path) -> np.ndarray:
     return np.load(path, mmap_mode="r")
 
 
-def read_cifar_c(root: Path, split: str, name: str, **options: object) -> ImageSet:
+def read_cifar_c(root: Path, split: str, name: str, *, corruption: object, severity: object) -> ImageSet:
     """One (corruption, severity) slice of CIFAR-10-C / CIFAR-100-C: 10000 RGB uint8 32×32 images.
 
     Options ``corruption`` (file stem) and ``severity`` (1..5).  The arrays are memory-mapped, so
     only the images read are loaded.  Labels are kept (covariate shift); ids ``"{file}:{row}"``.
     """
-    fmt = "cifar_c"
-    root = _start(fmt, name, root, split, options)
-    corruption, severity = options["corruption"], options["severity"]
     path = root / f"{corruption}.npy"
     if not isinstance(severity, int) or isinstance(severity, bool) or not 1 <= severity <= N_SEVERITIES:
-        raise _error(fmt, name, path, f"severity must be an integer 1..{N_SEVERITIES}, got {severity!r}")
+        raise ReaderError(path, f"severity must be an integer 1..{N_SEVERITIES}, got {severity!r}")
     if not isinstance(corruption, str) or not path.is_file():
         available = sorted(p.stem for p in root.glob("*.npy") if p.stem != "labels")
-        raise _error(fmt, name, path, f"unknown corruption {corruption!r}; available: {available}")
-    images = _check_images(fmt, name, path, _load(fmt, name, path, _mmap, ".npy array"), CIFAR_SIDE)
+        raise ReaderError(path, f"unknown corruption {corruption!r}; available: {available}")
+    images = _check_images(path, _load(path, _mmap, ".npy array"), CIFAR_SIDE)
     if len(images) % N_SEVERITIES:
-        raise _error(fmt, name, path, f"{len(images)} rows is not {N_SEVERITIES} severities of equal size")
+        raise ReaderError(path, f"{len(images)} rows is not {N_SEVERITIES} severities of equal size")
     labels_path = root / "labels.npy"
-    labels = _load(fmt, name, labels_path, _mmap, ".npy array")
+    labels = _load(labels_path, _mmap, ".npy array")
     if labels.shape != (len(images),):
         problem = f"expected {len(images)} labels (one per row of {path.name}), got shape {labels.shape}"
-        raise _error(fmt, name, labels_path, problem)
+        raise ReaderError(labels_path, problem)
     per_severity = len(images) // N_SEVERITIES
     rows = slice((severity - 1) * per_severity, severity * per_severity)
-    labels = _check_labels(fmt, name, labels_path, labels[rows], per_severity, 0, np.iinfo(np.int64).max)
+    labels = _check_labels(labels_path, labels[rows], per_severity, 0, np.iinfo(np.int64).max)
     return ArrayImageSet(name, images[rows], labels, _ids(path.name, np.arange(rows.start, rows.stop)))
 
 
-def read_npy(root: Path, split: str, name: str, **options: object) -> ImageSet:
+def read_npy(root: Path, split: str, name: str) -> ImageSet:
     """csfbench native arrays: ``{split}/images.npy`` (N×H×W×3 uint8) and ``{split}/labels.npy``.
 
     Labels are int64, ``-1`` allowed.  Memory-mapped; ids are the row indices ``"0"``, ``"1"``, ...
     """
-    fmt = "npy"
-    folder = _require_dir(fmt, name, _start(fmt, name, root, split, options) / split)
+    folder = require_directory(root / split)
     images_path, labels_path = folder / "images.npy", folder / "labels.npy"
-    _require_file(fmt, name, labels_path)  # both files are known to exist before either is opened
-    images = _check_images(fmt, name, images_path, _load(fmt, name, images_path, _mmap, ".npy array"))
-    labels = _load(fmt, name, labels_path, _mmap, ".npy array")
-    labels = _check_labels(fmt, name, labels_path, labels, len(images), -1, np.iinfo(np.int64).max)
+    _require_file(labels_path)  # both files are known to exist before either is opened
+    images = _check_images(images_path, _load(images_path, _mmap, ".npy array"))
+    labels = _load(labels_path, _mmap, ".npy array")
+    labels = _check_labels(labels_path, labels, len(images), -1, np.iinfo(np.int64).max)
     return ArrayImageSet(name, images, labels, np.arange(len(images)).astype(str))

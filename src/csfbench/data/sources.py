@@ -1,8 +1,8 @@
 """The evaluation sets of a source: train / val / test (the DeVries split) and shifted sets.
 
 Validation = the first ``val_size`` images of the official test split; test = the rest; the
-training split is the official one (spec 000 §1.1).  Semantic-shift sets lose their labels (−1),
-covariate and adversarial sets keep them.
+training split is the official one (FD-Shifts' ``devries`` split, as in Claros-Olivares & Brockmeier,
+§4.1).  Semantic-shift sets lose their labels (−1), covariate and adversarial sets keep them.
 """
 from __future__ import annotations
 
@@ -10,24 +10,25 @@ import numpy as np
 
 from csfbench.data.base import ImageSet
 from csfbench.data.formats import open_dataset
+from csfbench.specs import DatasetSpec
 
 
-def _open(dataset: dict, split: str) -> ImageSet:
-    return open_dataset(dataset["format"], dataset["path"], split, dataset["name"], **dataset.get("options", {}))
+def _open(dataset: DatasetSpec, split: str) -> ImageSet:
+    return open_dataset(dataset.format, dataset.path, split, dataset.name, **dataset.options)
 
 
-def source_split(dataset: dict, val_size: int, split: str) -> ImageSet:
+def source_split(dataset: DatasetSpec, val_size: int, split: str) -> ImageSet:
     """``split`` ∈ {train, val, test} of the source described by ``dataset`` (a config dataset spec)."""
     if split == "train":
         return _open(dataset, "train")
     official = _open(dataset, "test")
     if val_size >= len(official):
-        raise ValueError(f"dataset '{dataset['name']}': val_size {val_size} leaves no test images "
+        raise ValueError(f"dataset '{dataset.name}': val_size {val_size} leaves no test images "
                          f"(official test split has {len(official)})")
     if split == "val":
-        return official.subset(np.arange(val_size), f"{dataset['name']}-val")
+        return official.subset(np.arange(val_size), f"{dataset.name}-val")
     if split == "test":
-        return official.subset(np.arange(val_size, len(official)), f"{dataset['name']}-test")
+        return official.subset(np.arange(val_size, len(official)), f"{dataset.name}-test")
     raise ValueError(f"unknown split '{split}' (expected train, val or test)")
 
 
@@ -42,7 +43,7 @@ class _Unlabelled(ImageSet):
         return self.parent.image(index)
 
 
-def shift_set(dataset: dict, shift_type: str) -> ImageSet:
+def shift_set(dataset: DatasetSpec, shift_type: str) -> ImageSet:
     """A shifted evaluation set; labels dropped (−1) for a semantic shift."""
-    images = _open(dataset, dataset.get("split", "test"))
+    images = _open(dataset, dataset.split)
     return _Unlabelled(images) if shift_type == "semantic" else images

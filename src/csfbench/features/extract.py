@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from csfbench.config import derive_seed, spec_hash
+from csfbench.seeds import derive_seed, spec_hash
 from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
 from csfbench.data.transforms import normalize
@@ -16,19 +16,20 @@ from csfbench.features.store import FeatureWriter
 from csfbench.models.network import Classifier
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.training.loop import autocast
+from csfbench.specs import ModelSpec
 
 log = logging.getLogger(__name__)
 
 
-def feature_attrs(spec: dict, dataset: str, split: str, shift_type: str, feature_dim: int) -> dict:
-    """The provenance attributes of a feature file (DESIGN.md contract)."""
+def feature_attrs(spec: ModelSpec, dataset: str, split: str, shift_type: str, feature_dim: int) -> dict:
+    """The provenance attributes of a feature file (:data:`csfbench.features.store.REQUIRED_ATTRS`)."""
     return {
-        "source": spec["source"], "model": spec["model"], "dataset": dataset, "split": split,
-        "shift_type": shift_type, "n_classes": spec["n_classes"], "feature_dim": feature_dim,
-        "backbone": spec["backbone"], "paradigm": spec["paradigm"], "dropout": spec["dropout"],
-        "reward": spec["reward"], "run": spec["run"], "seed": spec["seed"], "image_size": spec["image_size"],
-        "mcd_samples": spec["mcd_samples"], "package_version": package_version(), "git_commit": git_commit(),
-        "config_hash": spec_hash(spec), "created": utc_now(),
+        "source": spec.source, "model": spec.model, "dataset": dataset, "split": split,
+        "shift_type": shift_type, "n_classes": spec.n_classes, "feature_dim": feature_dim,
+        "backbone": spec.backbone, "paradigm": spec.paradigm, "dropout": spec.dropout,
+        "reward": spec.reward, "run": spec.run, "seed": spec.seed, "image_size": spec.image_size,
+        "mcd_samples": spec.mcd_samples, "package_version": package_version(), "git_commit": git_commit(),
+        "config_hash": spec_hash(spec.to_dict()), "created": utc_now(),
     }
 
 
@@ -40,27 +41,27 @@ def _forward(model: Classifier, x: torch.Tensor, device: torch.device) -> tuple:
 
 
 @torch.no_grad()
-def extract_features(model: Classifier, spec: dict, images: ImageSet, out_path: str | Path, dataset: str,
+def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_path: str | Path, dataset: str,
                      split: str, shift_type: str, batch_size: int, device: torch.device,
                      compression: str = "gzip", num_workers: int = 0, with_head: bool = False) -> Path:
-    """Write ``out_path`` for ``images``; with ``spec['mcd_samples']`` > 0 also the MC-dropout passes.
+    """Write ``out_path`` for ``images``; with ``spec.mcd_samples`` > 0 also the MC-dropout passes.
 
     MC-dropout switches only the Dropout layers on (BatchNorm stays in eval) and is seeded from the
     model seed and the dataset name, so a CPU rerun writes bit-identical arrays.
     """
     model.eval()
-    n_passes = int(spec["mcd_samples"])
-    n_classes = int(spec["n_classes"])
+    n_passes = int(spec.mcd_samples)
+    n_classes = int(spec.n_classes)
     n_outputs = model.head.out_features
     has_conf = model.paradigm != "ce"
-    torch.manual_seed(derive_seed(spec["seed"], "extract", dataset))
-    loader = make_loader(images, spec["image_size"], batch_size, num_workers=num_workers)
+    torch.manual_seed(derive_seed(spec.seed, "extract", dataset))
+    loader = make_loader(images, spec.image_size, batch_size, num_workers=num_workers)
     attrs = feature_attrs(spec, dataset, split, shift_type, model.feature_dim)
     t0, done = time.perf_counter(), 0
     with FeatureWriter(out_path, len(images), n_outputs, model.feature_dim, n_passes, has_conf, attrs,
                        compression) as writer:
         for batch_idx, (raw, labels, index) in enumerate(loader):
-            x = normalize(raw.to(device, non_blocking=True), **spec["normalize"])
+            x = normalize(raw.to(device, non_blocking=True), **spec.normalize)
             logits, features, conf = _forward(model, x, device)
             pred = logits[:, :n_classes].argmax(1).cpu().numpy()
             labels_np = labels.numpy().astype(np.int64)
@@ -80,11 +81,11 @@ def extract_features(model: Classifier, spec: dict, images: ImageSet, out_path: 
             writer.write_batch(rows)
             done += len(labels_np)
             if batch_idx % 20 == 0:
-                log.info("%s/%s: %d/%d samples (%.1f img/s)", spec["model"], dataset, done, len(images),
+                log.info("%s/%s: %d/%d samples (%.1f img/s)", spec.model, dataset, done, len(images),
                          done / max(time.perf_counter() - t0, 1e-9))
         if with_head:
             writer.write_head(model.head.weight.detach().float().cpu().numpy(),
                               model.head.bias.detach().float().cpu().numpy())
-    log.info("%s/%s: wrote %s (%d samples, %.1fs)", spec["model"], dataset, out_path, len(images),
+    log.info("%s/%s: wrote %s (%d samples, %.1fs)", spec.model, dataset, out_path, len(images),
              time.perf_counter() - t0)
     return Path(out_path)

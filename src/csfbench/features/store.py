@@ -1,4 +1,4 @@
-"""The HDF5 feature file of one (model, dataset) — the contract of DESIGN.md.
+"""The HDF5 feature file of one (model, dataset) — its contract (also in docs/design.md).
 
 Datasets: ``logits`` (N×K float32; K = C, or C+1 for Deep Gamblers with the abstention output last),
 ``features`` (N×D float32, penultimate layer), ``labels`` (N int64, −1 for semantic shift),

@@ -1,1 +1,1 @@
-"""Geometry of trained feature spaces: neural-collapse metrics (spec 000 §7)."""
+"""Geometry of trained feature spaces: neural-collapse metrics (Claros-Olivares & Brockmeier, §3.4, App. D)."""

@@ -1,4 +1,4 @@
-"""Neural-collapse records of trained models and the per-source NC table (spec 000 §7.2–7.3).
+"""Neural-collapse records of trained models and the per-source NC table (Claros-Olivares & Brockmeier, §3.4, Table 7).
 
 One record per trained model: the eight metrics of :mod:`csfbench.geometry.neural_collapse` on the
 model's **training** features (non-MCD ``features`` of ``features/{source}/{model}/train.h5``, ground-
@@ -13,7 +13,8 @@ metric, value``; every metric is dimensionless, ≥ 0 and lower = more collapse.
 not depend on the regime and repeat in every regime.
 
 NC table (per source, CSV + LaTeX): the records averaged over runs, paradigms and rewards, grouped by
-(backbone, dropout, regime) as in the authors' aggregation; one column per metric in spec §7.1 order
+(backbone, dropout, regime) as in the authors' aggregation; one column per metric in
+:data:`csfbench.geometry.neural_collapse.METRICS` order
 and ``n_models``, the number of models averaged.
 """
 from __future__ import annotations
@@ -24,9 +25,8 @@ from pathlib import Path
 import pandas as pd
 
 from csfbench.aggregate.results_table import read_columns
-from csfbench.atomic import atomic_path
 from csfbench.geometry.neural_collapse import METRICS, REGIMES, nc_regimes
-from csfbench.report.tables import write_table
+from csfbench.specs import ModelSpec
 
 ID_COLUMNS = ["source", "model", "backbone", "paradigm", "dropout", "reward", "run"]
 RECORD_COLUMNS = [*ID_COLUMNS, "regime", "metric", "value"]
@@ -51,7 +51,7 @@ def fitted_projections(fit_files: Mapping[str, str | Path]) -> dict[str, dict]:
     return out
 
 
-def model_nc_records(spec: dict, train_h5: str | Path, fit_files: Mapping[str, str | Path],
+def model_nc_records(spec: ModelSpec, train_h5: str | Path, fit_files: Mapping[str, str | Path],
                      normalizer: str = "authors", variance: float | None = None) -> pd.DataFrame:
     """The NC record of one model (columns :data:`RECORD_COLUMNS`, regimes × metrics rows).
 
@@ -61,9 +61,9 @@ def model_nc_records(spec: dict, train_h5: str | Path, fit_files: Mapping[str, s
     from csfbench.features.store import read_features
 
     arrays, attrs = read_features(train_h5, keys=("features", "labels", "pred", "head/weight", "head/bias"))
-    if attrs.get("model") != spec["model"] or attrs.get("dataset") != "train":
+    if attrs.get("model") != spec.model or attrs.get("dataset") != "train":
         raise ValueError(f"{train_h5}: feature file of model {attrs.get('model')!r}, set {attrs.get('dataset')!r}; "
-                         f"expected the train set of {spec['model']!r}")
+                         f"expected the train set of {spec.model!r}")
     missing = [k for k in ("features", "labels", "pred", "head/weight") if k not in arrays]
     if missing:
         raise ValueError(f"{train_h5}: the train feature file lacks {missing}")
@@ -74,23 +74,13 @@ def model_nc_records(spec: dict, train_h5: str | Path, fit_files: Mapping[str, s
     try:
         metrics = nc_regimes(arrays["features"], arrays["labels"], arrays["pred"], arrays["head/weight"],
                              arrays.get("head/bias"), variance, normalizer,
-                             projections=fitted_projections(fit_files), n_classes=int(spec["n_classes"]))
+                             projections=fitted_projections(fit_files), n_classes=int(spec.n_classes))
     except ValueError as exc:
         raise ValueError(f"{train_h5}: {exc}") from None
-    ids = {k: spec[k] for k in ID_COLUMNS}
+    ids = {k: getattr(spec, k) for k in ID_COLUMNS}
     rows = [{**ids, "regime": regime, "metric": name, "value": metrics[regime][name]}
             for regime in REGIMES for name in METRICS]
     return pd.DataFrame(rows, columns=RECORD_COLUMNS)
-
-
-def write_model_nc(spec: dict, train_h5: str | Path, fit_files: Mapping[str, str | Path], out_csv: str | Path,
-                   normalizer: str = "authors", variance: float | None = None) -> pd.DataFrame:
-    """:func:`model_nc_records` written atomically to ``out_csv``."""
-    records = model_nc_records(spec, train_h5, fit_files, normalizer, variance)
-    with atomic_path(out_csv) as tmp:
-        records.to_csv(tmp, index=False)
-    return records
-
 
 def read_records(paths: list[str | Path]) -> pd.DataFrame:
     """Concatenate NC record files (ValueError naming a file without the record columns)."""
@@ -103,7 +93,7 @@ def nc_table(records: pd.DataFrame) -> pd.DataFrame:
     """Mean of each metric over runs, paradigms and rewards per (backbone, dropout, regime).
 
     Rows sorted by backbone, dropout and regime (in :data:`REGIMES` order); columns ``TABLE_KEYS``,
-    ``n_models`` and the metrics in spec §7.1 order.
+    ``n_models`` and the metrics in :data:`~csfbench.geometry.neural_collapse.METRICS` order.
     """
     unknown = sorted(set(records["regime"]) - set(REGIMES)) + sorted(set(records["metric"]) - set(METRICS))
     if unknown:
@@ -117,15 +107,3 @@ def nc_table(records: pd.DataFrame) -> pd.DataFrame:
     table.columns.name = None
     return table
 
-
-def write_nc_table(record_files: list[str | Path], out_csv: str | Path, out_tex: str | Path,
-                   source: str) -> pd.DataFrame:
-    """Aggregate the NC records of one source into its table (CSV, and LaTeX with 4 decimals)."""
-    records = read_records(record_files)
-    sources = sorted(set(records["source"]))
-    if sources != [source]:
-        raise ValueError(f"NC records of source(s) {sources} given for the table of {source!r}")
-    table = nc_table(records)
-    write_table(table, out_csv, out_tex, f"Neural-collapse metrics of the training features ({source}); "
-                "lower = more collapse.", float_format="%.4f")
-    return table

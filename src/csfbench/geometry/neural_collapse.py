@@ -1,11 +1,12 @@
-"""Neural-collapse (NC) metrics of the training features (spec 000 §7).
+"""Neural-collapse (NC) metrics of the training features (Claros-Olivares & Brockmeier, §3.4, App. D, Table 7;
+Papyan et al., 2020).
 
 Inputs are the training features H (N×D, float32 or float64), their **ground-truth** labels y (N,)
 and the classifier head W (C×D), b (C,).  All arithmetic is float64.  Notation: μ_c is the mean of
 class c, μ the mean of all N rows (so classes are weighted by their size), μ̃_c = μ_c − μ, and M the
 C×D matrix with rows μ̃_c.
 
-The eight metrics, under the names of spec §7.1 / Table 7 (keys of :func:`nc_metrics`):
+The eight metrics, under the names of the paper's Table 7 (keys of :func:`nc_metrics`):
 
 ==================  ==========================================================  =====  ========
 name                definition                                                  ideal  range
@@ -29,10 +30,11 @@ The mean metrics and NC1 are invariant to translating the features, to scaling t
 non-zero factor and to rotating them; Self Duality is invariant to positive scalings of the
 features or of W, to translations of the features and to rotating features and W together.
 
-Normaliser Z of Σ_W (spec §9 item 5): ``"authors"`` (default) uses Z = N·C as the authors' code
+Normaliser Z of Σ_W: ``"authors"`` (default) uses Z = N·C as the authors' code
 does, which reproduces the Table 7 values; ``"papyan"`` uses Z = N (the average over samples of
 Papyan et al.).  NC1 under ``"papyan"`` is exactly C times NC1 under ``"authors"``.  Σ_W is built
-around the **class** mean μ_c (the paper's global-mean Σ_W is the total covariance; spec §9 item 5).
+around the **class** mean μ_c as in Papyan et al. and the authors' code (the paper's §3.4 writes Σ_W
+about the global mean μ, which is the total covariance).
 
 The pseudo-inverse Σ_B† is taken in the eigenbasis of Σ_B, i.e. from the thin SVD of M
 (M = U S Vᵀ, eigenvalues λ_j = s_j²/C): NC1 = (1/C) Σ_j v_jᵀΣ_W v_j / λ_j over the kept j.  Neither
@@ -43,7 +45,7 @@ Eigen-directions with λ_j ≤ rtol·λ_max are treated as zero (default rtol = 
 round-off level of the SVD of M); M is made to satisfy Σ_c n_c μ̃_c = 0 exactly, so the
 direction that is zero by construction never enters through round-off.
 
-Regimes (spec §7.2): the caller may pass projected features to :func:`nc_metrics` directly, or use
+Regimes (the paper's §3.4): the caller may pass projected features to :func:`nc_metrics` directly, or use
 :func:`nc_regimes`, which builds the unfiltered, global-projection and class-predicted-projection
 features with the CSF projection code (:mod:`csfbench.csf.projection`; refitted from the variance
 kept v, or the CSFs' fitted projection states as stored in ``fit.h5``) and returns the metrics of
@@ -67,7 +69,7 @@ MAX_EQANG_WEIGHTS = "max-EqAng (weights)"
 VAR_COLLAPSE = "Var Collapse"
 SELF_DUALITY = "Self Duality"
 
-#: All eight metrics, in the row order of spec §7.1.
+#: All eight metrics, in the row order of the module docstring's table.
 METRICS = (EQNORM_MEANS, EQNORM_WEIGHTS, EQANG_MEANS, EQANG_WEIGHTS, MAX_EQANG_MEANS, MAX_EQANG_WEIGHTS,
            VAR_COLLAPSE, SELF_DUALITY)
 #: The feature metrics, in the column order of Table 7 (a, b); they depend on the regime.
@@ -285,7 +287,7 @@ def var_collapse(features, labels, n_classes: int | None = None, normalizer: str
     """Var Collapse (NC1) = (1/C) Tr(Σ_W Σ_B†) of the training features with ground-truth labels.
 
     Σ_B = (1/C) Σ_c μ̃_c μ̃_cᵀ; Σ_W = (1/Z) Σ_c Σ_{i:y_i=c} (h_i − μ_c)(h_i − μ_c)ᵀ with Z = N·C for
-    ``normalizer="authors"`` (default, spec §9 item 5, matches Table 7) or Z = N for ``"papyan"``
+    ``normalizer="authors"`` (default, matches Table 7) or Z = N for ``"papyan"``
     (then NC1 is exactly C times larger).  Dimensionless (a variance ratio), ≥ 0; 0 when every
     sample sits on its class mean (ideal); lower = more collapse.  Invariant to translating,
     rotating and scaling the features.  ``rtol``: eigenvalues of Σ_B at or below rtol·λ_max count as
@@ -320,8 +322,8 @@ def nc_metrics(features, labels, weight, bias=None, normalizer: str = "authors",
 
     ``features`` N×D (already projected for the projected regimes), ``labels`` (N,) ground-truth
     class indices in [0, C), ``weight`` C×D and ``bias`` (C,) the classifier head; C is the number
-    of rows of ``weight``, or ``n_classes`` to keep only the first rows (DG: drop the abstention row,
-    spec §7.1).  ``bias`` is only shape-checked: none of the eight metrics uses it.  ``normalizer``
+    of rows of ``weight``, or ``n_classes`` to keep only the first rows (DG: drop the abstention row).
+    ``bias`` is only shape-checked: none of the eight metrics uses it.  ``normalizer``
     selects Σ_W's normaliser (see :func:`var_collapse`).  Every metric is ≥ 0, 0 under perfect
     collapse (:data:`IDEAL`) and lower = more collapse.  Raises ValueError on mismatched shapes,
     NaN/inf, labels outside [0, C) or a class without samples.
@@ -431,11 +433,11 @@ def _regime_inputs(variance, projections, dim: int, n_classes: int) -> dict:
 def nc_regimes(features, labels, pred, weight, bias, variance: float | Mapping[str, float] | None = None,
                normalizer: str = "authors", *, projections: Mapping[str, dict] | None = None,
                n_classes: int | None = None, rtol: float | None = None) -> dict[str, dict[str, float]]:
-    """The NC metrics of the training features in the three regimes of spec §7.2.
+    """The NC metrics of the training features in the three regimes of the paper's §3.4.
 
     Returns {"none": unfiltered h, "global": global projection ĥ, "class_pred": class-predicted
     projection ĥ^pred (each row projected with its predicted class ``pred``, grouped by its true
-    label)} → :func:`nc_metrics`.  The projections are the CSFs' (spec §3): either refitted here
+    label)} → :func:`nc_metrics`.  The projections are the CSFs' (§3.2): either refitted here
     with the variance kept v — one float for both, or {"global": v_g, "class": v_c} with the values
     tuned for the CSFs; refitting on the same training rows reproduces their subspaces — or passed
     already fitted as ``projections={"global": state, "class": state}``, the projection states of

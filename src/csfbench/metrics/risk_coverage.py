@@ -4,11 +4,11 @@ Orientation: higher ``confidence`` = more likely a success; samples are rejected
 first.  ``residual`` is the loss of each prediction in [0, 1] (``1 - correct`` for classification, so
 1 = failure); it may be continuous.
 
-The curve (spec 000 §4.1, anchors-ood B1): start at coverage 1 with the risk of accepting everything,
-reject in ascending confidence, and emit a point only at the boundary of a plateau of equal
-confidences, so a plateau is removed at once and crossed by a straight chord (the value does not
-depend on the order inside ties).  The last point is coverage 0 with the last selective risk (AURC)
-or generalized risk 0 (AUGRC).  Areas are trapezoidal.
+The curve (Traub et al., 2024, as in FD-Shifts and the authors' src/rc_stats_utils.py): start at
+coverage 1 with the risk of accepting everything, reject in ascending confidence, and emit a point
+only at the boundary of a plateau of equal confidences, so a plateau is removed at once and crossed
+by a straight chord (the value does not depend on the order inside ties).  The last point is
+coverage 0 with the last selective risk (AURC) or generalized risk 0 (AUGRC).  Areas are trapezoidal.
 
 All values are fractions in [0, 1] (AUGRC in [0, 0.5]), NOT the ×1000 of the papers' tables.  An
 all-correct set has AURC = AUGRC = 0; an all-wrong set has AURC = 1 and AUGRC = 0.5.  Lower is better.

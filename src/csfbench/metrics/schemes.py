@@ -1,4 +1,5 @@
-"""Evaluation schemes: who counts as a failure (DESIGN.md "Metric rows", spec 003 §5.3).
+"""Evaluation schemes: who counts as a failure (Claros-Olivares & Brockmeier, §4.1; Yang et al., ICLR 2024,
+Table 1 and App. E; docs/methods.md).
 
 A scheme turns one ID-role set (``id_*``: the clean ID test set or a covariate-shifted set, with
 per-sample correctness) and optionally one shifted set (``shift_confidence``: every sample of it is a
@@ -13,9 +14,9 @@ scheme              successes (residual 0)         failures (residual 1)        
 ``failure``         correct ID                     incorrect ID and every shifted sample        1/n_id, 1/n_shift
 ==================  =============================  ===========================================  =================
 
-The ``failure`` weights give the ID set and the shifted set equal total mass (spec 003 §2.4) and are
-used by AUROC only.  The risk–coverage metrics, FPR@TPR, AUPR and ECE/MCE are unweighted, like
-FD-Shifts (whose RC code takes no weights), so they see the pooled set.
+The ``failure`` weights give the ID set and the shifted set equal total mass (as in Yang et al.'s
+evaluation code) and are used by AUROC only.  The risk–coverage metrics, FPR@TPR, AUPR and ECE/MCE are
+unweighted, like FD-Shifts (whose RC code takes no weights), so they see the pooled set.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Build the network of a model spec (see :func:`csfbench.config.model_spec`) and load checkpoints."""
+"""Build the network of a model spec (see :func:`csfbench.grid.model_spec`) and load checkpoints."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,32 +8,33 @@ from torch import nn
 
 from csfbench.models.network import Classifier
 from csfbench.models.vgg import VGG13Encoder
+from csfbench.specs import ModelSpec
 
 
-def build_model(spec: dict, pretrained: bool = True) -> Classifier:
+def build_model(spec: ModelSpec, pretrained: bool = True) -> Classifier:
     """The untrained classifier of ``spec``; a ViT starts from its pretrained checkpoint.
 
     ``pretrained=False`` skips loading ViT weights (used when a trained checkpoint follows anyway).
     """
-    n_out = spec["n_classes"] + (1 if spec["paradigm"] == "dg" else 0)
-    params = spec.get("paradigm_params", {})
-    if spec["backbone"] == "vgg13":
-        encoder = VGG13Encoder(spec["image_size"], float(spec["arch"].get("width", 1.0)), bool(spec["dropout"]))
+    n_out = spec.n_classes + (1 if spec.paradigm == "dg" else 0)
+    params = spec.paradigm_params
+    if spec.backbone == "vgg13":
+        encoder = VGG13Encoder(spec.image_size, float(spec.arch["width"]), bool(spec.dropout))
         head = nn.Linear(encoder.feature_dim, n_out)
-    elif spec["backbone"] == "vit":
+    elif spec.backbone == "vit":
         from csfbench.models.vit import create_timm_vit, split_vit
 
-        vit = create_timm_vit(spec["arch"], n_out, spec["image_size"], spec["dropout"],
-                              spec.get("pretrained") if pretrained else None)
+        vit = create_timm_vit(spec.arch, n_out, spec.image_size, spec.dropout,
+                              spec.pretrained if pretrained else None)
         encoder, head = split_vit(vit)
     else:
-        raise ValueError(f"unknown backbone '{spec['backbone']}' (known: vgg13, vit)")
-    return Classifier(encoder, head, spec["paradigm"], spec["n_classes"],
-                      confidnet_hidden=int(params.get("head_hidden", 400)),
-                      confidnet_layers=int(params.get("head_layers", 5)))
+        raise ValueError(f"unknown backbone '{spec.backbone}' (known: vgg13, vit)")
+    confidnet = ({"confidnet_hidden": int(params["head_hidden"]), "confidnet_layers": int(params["head_layers"])}
+                 if spec.paradigm == "confidnet" else {})
+    return Classifier(encoder, head, spec.paradigm, spec.n_classes, **confidnet)
 
 
-def load_checkpoint(spec: dict, path: str | Path, device: str | torch.device = "cpu") -> Classifier:
+def load_checkpoint(spec: ModelSpec, path: str | Path, device: str | torch.device = "cpu") -> Classifier:
     """The trained classifier of ``spec`` from a weights-only ``checkpoint.pt``, in eval mode."""
     model = build_model(spec, pretrained=False)
     state = torch.load(path, map_location=device, weights_only=True)

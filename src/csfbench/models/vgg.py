@@ -1,11 +1,12 @@
-"""CIFAR-style VGG-13 with batch norm (spec 000 §1.3), as the encoder h(x) of a classifier.
+"""CIFAR-style VGG-13 with batch norm (FD-Shifts' VGG-13, the CNN of Claros-Olivares & Brockmeier), as the
+encoder h(x) of a classifier.
 
 Conv stacks ``[64,64,M,128,128,M,256,256,M,512,512,M,512,512,M]`` (scaled by ``width``), each conv
 followed by ReLU and BatchNorm.  With dropout (the ``do1`` variant) the first conv of every block is
 followed by Dropout(0.3) in the first block and Dropout(0.4) in the others, and the head is
 flatten → Dropout(0.5) → Linear → ReLU → Dropout(0.5); without dropout the conv output is global-
 average-pooled (FD-Shifts' ``avg_pool = (do == 0)``).  The penultimate feature dimension is
-``round(512 · width)``; at 64×64 inputs the flattened do1 map is 2×2 wide (spec §9 item 28).
+``round(512 · width)``; at 64×64 inputs the flattened do1 map is 2×2 wide.
 """
 from __future__ import annotations
 

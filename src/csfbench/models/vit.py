@@ -23,7 +23,7 @@ def create_timm_vit(arch: dict, n_classes: int, image_size: int, dropout: int,
                     pretrained: dict | None) -> nn.Module:
     """A timm ViT with ``n_classes`` outputs; weights from ``pretrained['file']`` when given."""
     kwargs = {k: v for k, v in arch.items() if k not in ("timm_name", "drop_rate")}
-    kwargs["drop_rate"] = float(arch.get("drop_rate", 0.1)) * dropout
+    kwargs["drop_rate"] = float(arch["drop_rate"]) * dropout if dropout else 0.0
     kwargs["img_size"] = image_size
     if pretrained is None:
         return timm.create_model(arch["timm_name"], pretrained=False, num_classes=n_classes, **kwargs)

@@ -1,4 +1,5 @@
-"""Label-free predictors of a shifted set's error (spec §3.4), from class logits (N×C, C = n_classes).
+"""Label-free predictors of a shifted set's error (Yu et al., ICML 2022, App. A.1), from class logits
+(N×C, C = n_classes).
 
 Orientation of each value (what the evaluation regresses the test error on):
 

@@ -1,9 +1,9 @@
-"""ProjNorm (Yu et al., ICML 2022; spec papers-001-002-004 §3.2): fine-tunes from θ₀ and the parameter distance.
+"""ProjNorm (Yu et al., ICML 2022, §2.1, Algorithm 1): fine-tunes from θ₀ and the parameter distance.
 
 * θ₀ (:func:`initial_model`): the model's architecture built right after ``torch.manual_seed(seed)``:
   a ViT starts from its pretrained checkpoint with a seeded new head (the paper's setting); a VGG has no
-  pretrained weights here, so θ₀ is the seeded random initialisation (spec OQ-004-6).  Both fine-tunes
-  of one study use the same seed, hence the same θ₀.
+  pretrained weights here, so θ₀ is the seeded random initialisation (the paper assumes a pretrained θ₀;
+  this is csfbench's choice).  Both fine-tunes of one study use the same seed, hence the same θ₀.
 * :func:`finetune`: SGD (momentum, weight decay, cosine decay over the ``iterations`` steps), batches
   of ``batch_size`` drawn by a seeded shuffle (reshuffled every pass), train mode, no augmentation,
   cross-entropy of the given labels on the ``n_classes`` class logits.  Only the classification path
@@ -26,6 +26,7 @@ from csfbench.data.loader import make_loader
 from csfbench.data.transforms import normalize
 from csfbench.models import build_model
 from csfbench.models.network import Classifier
+from csfbench.specs import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -37,24 +38,24 @@ def trained_parameters(model: Classifier) -> dict[str, torch.Tensor]:
     return {name: p for name, p in model.named_parameters() if name.split(".")[0] in TRAINED_PARTS}
 
 
-def initial_model(spec: dict, seed: int, device: torch.device) -> Classifier:
+def initial_model(spec: ModelSpec, seed: int, device: torch.device) -> Classifier:
     """θ₀: a fresh model of ``spec`` (pretrained backbone where the spec has one), seeded head."""
     torch.manual_seed(seed)
     return build_model(spec, pretrained=True).to(device)
 
 
 @torch.no_grad()
-def predict(model: Classifier, spec: dict, images: ImageSet, batch_size: int, device: torch.device) -> np.ndarray:
+def predict(model: Classifier, spec: ModelSpec, images: ImageSet, batch_size: int, device: torch.device) -> np.ndarray:
     """Predicted classes (argmax over the ``n_classes`` class logits, eval mode) of every image."""
     model.eval()
     preds = []
-    for raw, _, _ in make_loader(images, spec["image_size"], batch_size):
-        x = normalize(raw.to(device), **spec["normalize"])
-        preds.append(model(x).logits[:, :spec["n_classes"]].argmax(1).cpu().numpy())
+    for raw, _, _ in make_loader(images, spec.image_size, batch_size):
+        x = normalize(raw.to(device), **spec.normalize)
+        preds.append(model(x).logits[:, :spec.n_classes].argmax(1).cpu().numpy())
     return np.concatenate(preds) if preds else np.zeros(0, np.int64)
 
 
-def finetune(model: Classifier, spec: dict, images: ImageSet, labels: np.ndarray, settings: dict,
+def finetune(model: Classifier, spec: ModelSpec, images: ImageSet, labels: np.ndarray, settings: dict,
              device: torch.device) -> Classifier:
     """Fine-tune ``model`` in place on (``images``, ``labels``) for ``settings['iterations']`` SGD steps.
 
@@ -63,8 +64,8 @@ def finetune(model: Classifier, spec: dict, images: ImageSet, labels: np.ndarray
     labels = torch.as_tensor(np.asarray(labels, dtype=np.int64))
     if len(labels) != len(images) or len(labels) == 0:
         raise ValueError(f"{images.name}: fine-tuning needs one label per image, got {len(labels)} for {len(images)}")
-    if labels.min() < 0 or labels.max() >= spec["n_classes"]:
-        raise ValueError(f"{images.name}: labels must lie in 0..{spec['n_classes'] - 1}")
+    if labels.min() < 0 or labels.max() >= spec.n_classes:
+        raise ValueError(f"{images.name}: labels must lie in 0..{spec.n_classes - 1}")
     iterations = int(settings["iterations"])
     params = list(trained_parameters(model).values())
     optimizer = torch.optim.SGD(params, lr=float(settings["lr"]), momentum=float(settings["momentum"]),
@@ -73,11 +74,11 @@ def finetune(model: Classifier, spec: dict, images: ImageSet, labels: np.ndarray
     model.train()
     step, epoch, t0 = 0, 0, time.perf_counter()
     while step < iterations:
-        loader = make_loader(images, spec["image_size"], int(settings["batch_size"]), shuffle=True,
+        loader = make_loader(images, spec.image_size, int(settings["batch_size"]), shuffle=True,
                              seed=int(settings["seed"]) + epoch)
         for raw, _, index in loader:
-            x = normalize(raw.to(device), **spec["normalize"])
-            loss = F.cross_entropy(model(x).logits[:, :spec["n_classes"]].float(), labels[index].to(device))
+            x = normalize(raw.to(device), **spec.normalize)
+            loss = F.cross_entropy(model(x).logits[:, :spec.n_classes].float(), labels[index].to(device))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -86,7 +87,7 @@ def finetune(model: Classifier, spec: dict, images: ImageSet, labels: np.ndarray
             if step == iterations:
                 break
         epoch += 1
-    log.info("fine-tuned %s on %s: %d steps, last loss %.4f, %.1fs", spec["model"], images.name, iterations,
+    log.info("fine-tuned %s on %s: %d steps, last loss %.4f, %.1fs", spec.model, images.name, iterations,
              float(loss.detach()), time.perf_counter() - t0)
     return model.eval()
 

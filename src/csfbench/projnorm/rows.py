@@ -1,4 +1,4 @@
-"""The error-prediction study as metric rows (DESIGN "Metric rows"), scheme ``error_prediction``.
+"""The error-prediction study as metric rows (:data:`csfbench.evaluation.COLUMNS`), scheme ``error_prediction``.
 
 * per (model, set, predictor): metric ``predictor_value`` (csf = the predictor);
 * per (model, set): metric ``test_error`` (csf ``actual``);
@@ -11,18 +11,19 @@ import pandas as pd
 
 from csfbench.evaluation import COLUMNS
 from csfbench.projnorm.evaluate import PREDICTORS
+from csfbench.specs import ModelSpec
 
 SCHEME = "error_prediction"
 
 
-def metric_rows(specs: dict[str, dict], per_set: pd.DataFrame, corr: pd.DataFrame, stress: pd.DataFrame) -> pd.DataFrame:
+def metric_rows(specs: dict[str, ModelSpec], per_set: pd.DataFrame, corr: pd.DataFrame, stress: pd.DataFrame) -> pd.DataFrame:
     rows = []
 
     def add(model, dataset, shift_type, csf, metric, value):
         spec = specs[model]
         regime = "test" if shift_type == "id" else shift_type
-        rows.append({**{k: spec[k] for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")},
-                     "mcd": False, "csf": csf, "projection": "none", "dataset": dataset, "shift_type": shift_type,
+        rows.append({**{k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")},
+                     "mcd": False, "csf": csf, "variant": "none", "dataset": dataset, "shift_type": shift_type,
                      "regime": regime, "scheme": SCHEME, "split": "test", "metric": metric, "value": float(value)})
 
     for r in per_set.itertuples(index=False):

@@ -2,7 +2,7 @@
 
 Inputs are the workflow's own files: the feature file of each set (class logits, labels, predictions),
 the model's ID validation feature file (ATC threshold) and the ProjNorm result of each set (JSON
-written by :func:`csfbench.jobs.projnorm_shift`, which also carries the AgreeScore disagreement when a
+written by :func:`csfbench.stages.projnorm.projnorm_shift`, which also carries the AgreeScore disagreement when a
 partner model was given).
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pandas as pd
 
 from csfbench.features.store import read_features
 from csfbench.projnorm import baselines
+from csfbench.specs import ModelSpec
 
 COLUMNS = ["source", "model", "dataset", "shift_type", "n", "test_error", "ConfScore", "Entropy", "ATC",
            "AgreeScore", "ProjNorm"]
@@ -27,9 +28,9 @@ def _class_logits(path: str | Path, n_classes: int) -> tuple[np.ndarray, np.ndar
     return arrays["logits"][:, :n_classes], arrays["labels"]
 
 
-def model_rows(spec: dict, val_h5: str | Path, sets: list[dict], atc_score: str) -> pd.DataFrame:
+def model_rows(spec: ModelSpec, val_h5: str | Path, sets: list[dict], atc_score: str) -> pd.DataFrame:
     """Rows of one model; ``sets`` items: ``{"eval_set": spec, "features": h5, "projnorm": json}``."""
-    c = int(spec["n_classes"])
+    c = int(spec.n_classes)
     threshold = baselines.atc_threshold(*_class_logits(val_h5, c), score=atc_score)
     rows = []
     for item in sets:
@@ -37,13 +38,13 @@ def model_rows(spec: dict, val_h5: str | Path, sets: list[dict], atc_score: str)
         logits, labels = _class_logits(item["features"], c)
         if (labels < 0).any():
             raise ValueError(f"{item['features']}: error prediction needs labelled sets; "
-                             f"{eval_set['name']!r} is a {eval_set['shift_type']} set without labels")
+                             f"{eval_set.name!r} is a {eval_set.shift_type} set without labels")
         result = json.loads(Path(item["projnorm"]).read_text())
-        if result["model"] != spec["model"] or result["dataset"] != eval_set["name"]:
+        if result["model"] != spec.model or result["dataset"] != eval_set.name:
             raise ValueError(f"{item['projnorm']}: result of {result['model']}/{result['dataset']}, "
-                             f"expected {spec['model']}/{eval_set['name']}")
-        rows.append({"source": spec["source"], "model": spec["model"], "dataset": eval_set["name"],
-                     "shift_type": eval_set["shift_type"], "n": len(labels),
+                             f"expected {spec.model}/{eval_set.name}")
+        rows.append({"source": spec.source, "model": spec.model, "dataset": eval_set.name,
+                     "shift_type": eval_set.shift_type, "n": len(labels),
                      "test_error": float(np.mean(logits.argmax(1) != labels)),
                      "ConfScore": baselines.conf_score(logits), "Entropy": baselines.entropy_score(logits),
                      "ATC": baselines.atc_error(logits, threshold, atc_score),

@@ -1,24 +1,29 @@
-"""The four distances between an OOD set and its source in an encoder's embedding space (spec 000 §6.2).
+"""The four distances between an OOD set and its source in an encoder's embedding space
+(Claros-Olivares & Brockmeier, §3.3, App. B).
 
 All four are oriented lower = closer to the source. Inputs are ``N × E`` arrays of image embeddings from
-any encoder (open_clip, the workflow's own ViT, ...); the source set is the ID *training* split (§6.1).
+any encoder (open_clip, the workflow's own ViT, ...); the source set is the ID *training* split (as in the authors'
+``clip_proximity.py``).
 
 * ``fd`` — the **squared** Fréchet distance between Gaussian fits (unbiased covariances, no square
-  root; §9 item 21): ``‖μ_s − μ_o‖² + tr(Σ_s + Σ_o − 2 (Σ_s^{1/2} Σ_o Σ_s^{1/2})^{1/2})``. The trace of
-  the matrix square root is computed from the eigenvalues of the symmetric PSD matrix
+  root: the paper's Table 4 column "FD" holds the squared distance):
+  ``‖μ_s − μ_o‖² + tr(Σ_s + Σ_o − 2 (Σ_s^{1/2} Σ_o Σ_s^{1/2})^{1/2})``. The trace of the matrix
+  square root is computed from the eigenvalues of the symmetric PSD matrix
   ``Σ_s^{1/2} Σ_o Σ_s^{1/2}`` (negative round-off eigenvalues clipped to 0), which has the same trace as
   the authors' ``sqrtm(Σ_s Σ_o)`` but never goes complex and stays stable for singular covariances
   (``N < E``).
-* ``mmd`` — the unbiased MMD² with the KID polynomial kernel ``k(u, v) = (u·v / E + 1)³`` (§9 item 19),
+* ``mmd`` — the unbiased MMD² with the KID polynomial kernel ``k(u, v) = (u·v / E + 1)³`` (the
+  authors' code; the paper leaves c and d of (uᵀv + c)^d open),
   averaged over ``n_subsets`` random subset pairs. Each pair draws, from one
   ``numpy.random.RandomState(seed)`` and in this order, ``min(subset_size, N_source)`` source rows and
   then ``min(subset_size, N_ood)`` OOD rows without replacement (the authors' order). It may be slightly
   negative for sets from the same distribution.
 * ``centroid_distance`` — the mean over the OOD set of the chordal distance to the nearest source-class
-  centroid, ``sqrt(2 (1 − max_c cos(z, μ_c)))`` (§9 item 20); ``μ_c`` is the L2-normalised mean of the
+  centroid, ``sqrt(2 (1 − max_c cos(z, μ_c)))`` (the authors' code and the
+  published values above 1; the paper writes 1 − max cos); ``μ_c`` is the L2-normalised mean of the
   L2-normalised source embeddings of class ``c`` (one centroid per distinct label present).
 * ``text_alignment`` — ``1 − mean_j max_c cos(z_j, t_c)`` against the text embeddings of the class names
-  (prompt-ensembled by the caller, §6.1). Only when ``text_emb`` is given; otherwise the key is absent.
+  (prompt-ensembled by the caller). Only when ``text_emb`` is given; otherwise the key is absent.
 
 Normalisation: with ``normalize=True`` (the default, as in the paper, whose CLIP embeddings are
 L2-normalised) every image and text embedding is scaled to unit norm first, so FD and MMD see unit
@@ -171,7 +176,7 @@ def text_alignment_distance(ood_emb, text_emb) -> float:
 def ood_distances(ood_emb, source_emb, source_labels, text_emb=None, seed: int = 0, *,
                   n_subsets: int = DEFAULT_MMD_SUBSETS, subset_size: int = DEFAULT_MMD_SUBSET_SIZE,
                   normalize: bool = True) -> dict[str, float]:
-    """The distances of §6.2 between one OOD set and the source, as ``{name: float}``.
+    """The four distances between one OOD set and the source, as ``{name: float}``.
 
     ``ood_emb`` (``M × E``) and ``source_emb`` (``N × E``, the ID training split) need at least 2 rows;
     ``source_labels`` gives the class of each source row; ``text_emb`` (``C × E``, optional) the text
@@ -201,7 +206,7 @@ def distance_table(ood_sets, source_emb, source_labels, text_emb=None, seed: int
     one row per OOD set (index = set names, in the given order), columns in :data:`DISTANCE_COLUMNS`
     order (without ``text_alignment`` when ``text_emb`` is None). The same ``seed`` is used for every set.
     Do not include the ID test split here: the clustering of :mod:`csfbench.proximity.regimes` expects OOD
-    sets only (§6.3)."""
+    sets only."""
     import pandas as pd
 
     if not ood_sets:

@@ -1,4 +1,5 @@
-"""Image (and text) encoders whose embedding space the proximity distances are measured in (spec 000 §6.1).
+"""Image (and text) encoders whose embedding space the proximity distances are measured in
+(Claros-Olivares & Brockmeier, §3.3, App. B).
 
 The config's ``proximity/encoder`` section picks one:
 
@@ -30,7 +31,7 @@ from csfbench.data.base import ImageSet
 
 log = logging.getLogger(__name__)
 
-#: the paper's prompt ensemble (spec §6.1)
+#: the prompt ensemble of the authors' ``src/clip_utils.py``
 TEMPLATES = ("A photo of {}", "A low-resolution photo of {}", "A zoomed-in photo of {}", "A centered photo of {}")
 KINDS = ("timm", "open_clip")
 

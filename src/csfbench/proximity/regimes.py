@@ -1,4 +1,5 @@
-"""Near/mid/far regimes of a source's OOD sets from their distance table (spec 000 §6.3).
+"""Near/mid/far regimes of a source's OOD sets from their distance table (Claros-Olivares & Brockmeier, §3.3, App. B;
+the authors' ``clip_clustering.py``).
 
 Input: one source's distance table, one row per candidate OOD set (index = set names; the ID test split
 must **not** be a row) and the distance columns of :mod:`csfbench.proximity.distances` (``mmd``, ``fd``,

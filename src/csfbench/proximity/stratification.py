@@ -1,14 +1,14 @@
-"""The workflow's near/mid/far stratification of a source's semantic OOD sets (spec 000 §6).
+"""The workflow's near/mid/far stratification of a source's semantic OOD sets (Claros-Olivares & Brockmeier, §3.3).
 
-Two jobs per source:
+Two jobs per source (in :mod:`csfbench.stages.proximity`):
 
-1. :func:`embed_source_sets` embeds the source's training split (the reference, with its labels), its ID
+1. :func:`csfbench.stages.proximity.embed_source_sets` embeds the source's training split (the reference, with its labels), its ID
    test split (the table's ``test`` row, never clustered) and every **semantic** OOD set of the source
    with the configured encoder (:mod:`csfbench.proximity.encoders`) into ``embeddings.h5``: datasets
    ``embeddings/{set}`` (N × E float32), ``labels`` (the training labels) and, when the encoder has a text
    tower and class names are configured, ``text`` (C × E); attributes ``source``, ``encoder``, ``sets``
    (JSON list, table order) and ``text_alignment`` (``"computed"`` or the reason it is skipped).
-2. :func:`write_stratification` computes the four distances of each set to the training split
+2. :func:`csfbench.stages.proximity.write_stratification` computes the four distances of each set to the training split
    (:func:`csfbench.proximity.distances.ood_distances`; without text embeddings the ``text_alignment``
    column is empty), clusters the OOD rows (:func:`csfbench.proximity.regimes.stratify`: z-score, k-means
    k = 3 with a fixed seed, clusters named by ascending FD) and resolves each set's regime with the static
@@ -36,47 +36,14 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from csfbench.atomic import atomic_path
 from csfbench.proximity.distances import DISTANCE_COLUMNS, distance_table
-from csfbench.proximity.regimes import REGIMES, stratify
-from csfbench.report.tables import write_table
+from csfbench.proximity.regimes import REGIMES
 
 log = logging.getLogger(__name__)
 
 PRECEDENCES = ("static", "computed")
 TEST_ROW = "test"
 REGIME_COLUMNS = ["source", "dataset", "static_regime", "computed_regime", "regime", "decided_by"]
-
-
-def embed_source_sets(source: str, source_dataset: dict, val_size: int, ood: dict[str, dict], encoder_cfg: dict,
-                      batch_size: int, out_h5: str | Path) -> None:
-    """Embed the train and test splits of ``source`` and its semantic OOD sets (``ood``: name → dataset spec)."""
-    from csfbench.data.sources import shift_set, source_split
-    from csfbench.proximity.encoders import build_encoder, class_names, embed_timed
-    from csfbench.training.loop import resolve_device
-
-    encoder = build_encoder(encoder_cfg, resolve_device())
-    train = source_split(source_dataset, val_size, "train")
-    sets = {"train": train, TEST_ROW: source_split(source_dataset, val_size, "test")}
-    sets.update({name: shift_set(spec, "semantic") for name, spec in ood.items()})
-    embeddings = {name: embed_timed(encoder, images, batch_size, f"{source}/{name}") for name, images in sets.items()}
-    names = class_names(encoder_cfg, source) if encoder.has_text else None
-    if not encoder.has_text:
-        text_status = "skipped: the encoder has no text tower"
-    elif names is None:
-        text_status = f"skipped: no class names configured (proximity/encoder/class_names/{source})"
-    else:
-        text_status = "computed"
-    with atomic_path(out_h5) as tmp, h5py.File(tmp, "w") as fh:
-        fh.attrs.update(source=source, encoder=encoder.description, sets=json.dumps(list(sets)),
-                        text_alignment=text_status)
-        for name, emb in embeddings.items():
-            fh.create_dataset(f"embeddings/{name}", data=emb.astype(np.float32))
-        fh.create_dataset("labels", data=np.asarray(train.labels, dtype=np.int64))
-        if names is not None:
-            fh.create_dataset("text", data=encoder.embed_text(names).astype(np.float32))
-    log.info("%s: embedded %s with %s; text alignment %s", source, list(sets), encoder.description, text_status)
-
 
 def read_embeddings(path: str | Path) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray | None, dict]:
     """(``{set: N × E}`` in table order, training labels, text embeddings or None, attributes)."""
@@ -124,27 +91,3 @@ def resolve_regimes(source: str, computed: pd.Series, static: dict[str, str | No
                      "regime": fixed if use_static else found, "decided_by": "static" if use_static else "computed"})
     return pd.DataFrame(rows, columns=REGIME_COLUMNS)
 
-
-def write_stratification(source: str, embeddings_h5: str | Path, static: dict[str, str | None], precedence: str,
-                         seed: int, n_subsets: int, subset_size: int, out_csv: str | Path, out_tex: str | Path,
-                         out_regimes: str | Path) -> pd.DataFrame:
-    """Distance table (CSV + LaTeX) and regimes file of one source; returns the regimes rows."""
-    sets, labels, text, attrs = read_embeddings(embeddings_h5)
-    if attrs["source"] != source:
-        raise ValueError(f"{embeddings_h5}: embeddings of source {attrs['source']!r}, expected {source!r}")
-    table = distance_rows(sets, labels, text, seed, n_subsets, subset_size)
-    ood = table.drop(index=TEST_ROW, errors="ignore")
-    computed = stratify(ood, random_state=seed)
-    regimes = resolve_regimes(source, computed, static, precedence)
-    out = table.copy()
-    for column in ("computed_regime", "static_regime", "regime"):
-        out[column] = regimes.set_index("dataset")[column].reindex(out.index)
-    out.loc[out.index == TEST_ROW, "regime"] = TEST_ROW
-    note = "" if text is not None else f" Label-text alignment not computed ({attrs['text_alignment']})."
-    write_table(out.reset_index(), out_csv, out_tex, f"Distances of the OOD sets of {source} to its training split "
-                f"in the embedding space of {attrs['encoder']}; lower = closer.{note}", float_format="%.4f")
-    with atomic_path(out_regimes) as tmp:
-        regimes.to_csv(tmp, index=False)
-    log.info("%s: regimes %s (precedence %s; text alignment %s)", source,
-             dict(zip(regimes["dataset"], regimes["regime"])), precedence, attrs["text_alignment"])
-    return regimes

@@ -1,1 +1,2 @@
-"""Figures and tables of the paper regenerated from the results (spec 000 §8): :mod:`.figures`, :mod:`.tables`."""
+"""Figures and tables of the paper regenerated from the results (Claros-Olivares & Brockmeier):
+:mod:`.figures`, :mod:`.tables`."""

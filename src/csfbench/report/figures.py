@@ -1,10 +1,15 @@
-"""The paper's figures regenerated from the results (spec 000 §8.1), with matplotlib's headless Agg backend.
+"""The paper's figures regenerated from the results (Claros-Olivares & Brockmeier, Figures 1 and 2),
+with matplotlib's headless Agg backend.
 
 - :func:`top_clique_membership` / :func:`plot_top_clique_map`: Figure 1 analogue for one backbone.
   Columns are ``source→regime`` cells ordered by regime (test, near, mid, far, covariate, adversarial),
   then source in config order; rows are CSF variants; a dot marks membership of the cell's layer-1
   clique, members are joined by a vertical line coloured by regime, and a side bar counts the cells
   each variant is in. Skipped cells are empty columns marked "n/a".
+- :func:`conover_matrix` / :func:`plot_conover_heatmap`: Figure 2 analogue, the pairwise Conover
+  p-values of one ranking analysis (:func:`heatmap_analysis`, setting ``figures.heatmap``; default the
+  paper's cell: AUGRC, first backbone, non-MCD, first source, ID test set) as a heatmap, entities ordered
+  by mean rank, annotated to 3 d.p. as in the paper.
 - :func:`rc_curves` / :func:`plot_rc_curves`: risk–coverage curves (selective risk: the AURC curve;
   generalized risk: the AUGRC curve; both fractions, coverage 1 → 0) of chosen CSF variants of one
   model on its test set (misclassification) and each shifted set (the ranking's scheme of its shift
@@ -19,9 +24,11 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: no display on cluster nodes or CI
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from csfbench.aggregate.ranking import REGIMES, ranking_settings  # noqa: E402
+from csfbench import paths  # noqa: E402
+from csfbench.aggregate.ranking import REGIMES, Analysis, analyses, output_paths, ranking_settings  # noqa: E402
 from csfbench.atomic import atomic_path  # noqa: E402
 from csfbench.csf.projection import GROUP_VARIANTS  # noqa: E402
 from csfbench.csf.store import read_scores  # noqa: E402
@@ -31,19 +38,23 @@ from csfbench.report.tables import read_results  # noqa: E402
 REGIME_COLOURS = {"test": "tab:green", "near": "tab:blue", "mid": "tab:red", "far": "tab:orange",
                   "covariate": "tab:purple", "adversarial": "tab:brown"}
 RC_KINDS = ("selective", "generalized")
-DEFAULTS = {
-    "clique_map_group": "rc",   # the ranking metric group of the Figure 1 analogue
-    "table_metric": "augrc",    # metric of the Table 2 / Table 8 / Table 10 analogues
-    # CSF variants whose risk-coverage curves are drawn; models: {source: model id}, default the first model
-    "rc_curves": {"csfs": ["MSR", "Energy"], "models": {}},
-}
+SETTINGS = ("clique_map_group", "table_metric", "rc_curves", "heatmap")
+HEATMAP_KEYS = ("group", "backbone", "mcd", "source", "regime")
+HEATMAP_FILES = {"png": paths.figure("conover_heatmap.png"), "pdf": paths.figure("conover_heatmap.pdf"),
+                 "csv": paths.table("conover_heatmap.csv")}
+ANNOTATE_MAX = 20  # the heatmap writes each p-value in its cell (3 d.p., as the paper's Figure 2) up to this k
 
 
-def figure_settings(section: dict | None) -> dict[str, Any]:
-    """The config's ``figures`` section completed with :data:`DEFAULTS`."""
-    settings = {**DEFAULTS, **(section or {})}
-    settings["rc_curves"] = {**DEFAULTS["rc_curves"], **settings["rc_curves"]}
-    return settings
+def figure_settings(section: dict) -> dict[str, Any]:
+    """The config's complete ``figures`` section (defaults filled in by
+    :func:`csfbench.settings.validate_config` from ``config/schema.yaml``), checked for completeness."""
+    missing = [key for key in SETTINGS if key not in (section or {})]
+    missing += [f"heatmap.{key}" for key in HEATMAP_KEYS if "heatmap" in (section or {})
+                and key not in section["heatmap"]]
+    if missing:
+        raise ValueError(f"figures: missing setting(s) {missing}; pass the figures section of a config "
+                         "validated by csfbench.settings.validate_config (it fills in the schema's defaults)")
+    return dict(section)
 
 
 def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
@@ -121,6 +132,104 @@ def write_top_clique_map(json_paths: Iterable[str | Path], sources: Sequence[str
     return membership
 
 
+def heatmap_analysis(config: dict) -> Analysis:
+    """The ranking analysis whose Conover p-values the heatmap draws: ``figures.heatmap`` with a null
+    ``backbone`` / ``source`` replaced by the config's first one. The schema's default is the cell of the
+    paper's Figure 2 (App. C.1): metric group ``augrc``, first backbone, non-MCD, first source, ID
+    ``test`` regime (misclassification). A cell the config does not rank is an error naming the setting."""
+    chosen = figure_settings(config["figures"])["heatmap"]
+    cell = Analysis(chosen["group"], chosen["backbone"] or next(iter(config["backbones"])), bool(chosen["mcd"]),
+                    chosen["source"] or next(iter(config["sources"])), chosen["regime"])
+    if cell not in analyses(config):
+        raise ValueError(
+            f"figures.heatmap: the config ranks no analysis {cell.name} (metric groups "
+            f"{sorted(config['ranking']['metric_groups'])}, backbones {list(config['backbones'])}, sources "
+            f"{list(config['sources'])}, regimes {list(REGIMES)}; mcd only for a backbone with dropout models "
+            "and mcd_samples > 0)")
+    return cell
+
+
+def heatmap_input(config: dict) -> str:
+    """The ranking JSON file of :func:`heatmap_analysis` (an output of the ``rank_csfs`` rule)."""
+    return output_paths(paths.rankings_dir(), [heatmap_analysis(config)])["json"][0]
+
+
+def heatmap_targets() -> list[str]:
+    """The files of the ``conover_heatmap`` rule (figure as PNG and PDF, p-value matrix as CSV)."""
+    return [HEATMAP_FILES["png"], HEATMAP_FILES["pdf"], HEATMAP_FILES["csv"]]
+
+
+def conover_matrix(result: dict[str, Any]) -> pd.DataFrame:
+    """The symmetric entity × entity matrix of Conover p-values of a ranking result (diagonal 1; the
+    ``p_adjust`` of the ranking), entities ordered by mean rank, best first; empty for a skipped result."""
+    if result["status"] != "ok":
+        return pd.DataFrame(index=pd.Index([], name="entity"), dtype=float)
+    names = list(result["mean_ranks"])
+    frame = pd.DataFrame([[result["pvalues"][a][b] for b in names] for a in names], index=names, columns=names,
+                         dtype=float)
+    frame.index.name = "entity"
+    return frame
+
+
+def plot_conover_heatmap(pvalues: pd.DataFrame, result: dict[str, Any]) -> plt.Figure:
+    """Heatmap of a :func:`conover_matrix` (the paper's Figure 2 analogue): rows and columns ordered by
+    mean rank (labelled with it), colour = p-value on [0, 1], diagonal blank; up to :data:`ANNOTATE_MAX`
+    entities each cell shows its p-value to 3 d.p., in bold where p < alpha (the pair differs)."""
+    name = Analysis(**result["analysis"]).name
+    if result["status"] != "ok":
+        fig, ax = plt.subplots(figsize=(6, 2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"{name}: skipped\n{result['reason']}", ha="center", va="center", fontsize=8, wrap=True)
+        return fig
+    k = len(pvalues)
+    cell = max(0.12, min(0.6, 14.0 / k))  # inches per cell: the figure stays under ~16 inches
+    fig, ax = plt.subplots(figsize=(2.5 + cell * k, 1.8 + cell * k))
+    shown = pvalues.to_numpy(dtype=float, copy=True)
+    np.fill_diagonal(shown, np.nan)
+    cmap = plt.get_cmap("viridis").with_extremes(bad="0.9")  # the blank diagonal
+    image = ax.imshow(np.ma.masked_invalid(shown), cmap=cmap, vmin=0.0, vmax=1.0)
+    labels = [f"{e} ({result['mean_ranks'][e]:.2f})" for e in pvalues.index]
+    fontsize = 8 if k <= ANNOTATE_MAX else max(3, int(160 / k))
+    ax.set_xticks(range(k), labels, rotation=90, fontsize=fontsize)
+    ax.set_yticks(range(k), labels, fontsize=fontsize)
+    alpha = result["alpha"]
+    if k <= ANNOTATE_MAX:
+        for i in range(k):
+            for j in range(k):
+                if i != j and np.isfinite(shown[i, j]):
+                    ax.text(j, i, f"{shown[i, j]:.3f}", ha="center", va="center", fontsize=7,
+                            color="black" if shown[i, j] > 0.6 else "white",
+                            fontweight="bold" if shown[i, j] < alpha else "normal")
+    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    bold = f"; p < {alpha:g} bold" if k <= ANNOTATE_MAX else ""
+    bar.set_label(f"Conover p-value (p_adjust {result['p_adjust']}{bold})", fontsize=7)
+    bar.ax.tick_params(labelsize=7)
+    omnibus = result["omnibus"]
+    verdict = "rejects" if omnibus["rejected"] else "does not reject"
+    note = "" if omnibus["posthoc_applied"] else "; gated: every entity indifferent"
+    ax.set_title(f"{name}: {k} CSF variants (mean rank) over {result['n_blocks']} blocks\n"
+                 f"Iman-Davenport p = {_p(result['iman_davenport']['pvalue'])} ({verdict} at {alpha:g}{note})",
+                 fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def write_conover_heatmap(json_path: str | Path, csv_path: str | Path, png: str | Path,
+                          pdf: str | Path) -> pd.DataFrame:
+    """Job: the Conover p-value matrix of one ranking analysis (its JSON) as CSV (full precision, entities
+    by mean rank; header only for a skipped analysis) and as a heatmap figure (:func:`plot_conover_heatmap`)."""
+    (result,) = read_results([json_path])
+    pvalues = conover_matrix(result)
+    with atomic_path(csv_path) as tmp:
+        pvalues.to_csv(tmp)
+    save_figure(plot_conover_heatmap(pvalues, result), png, pdf)
+    return pvalues
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
 def parse_variant(name: str) -> tuple[str, str]:
     """``"KPCA RecError class_pred"`` → (``"KPCA RecError"``, ``"class_pred"``); no suffix = ``none``."""
     head, _, tail = name.rpartition(" ")
@@ -129,29 +238,31 @@ def parse_variant(name: str) -> tuple[str, str]:
 
 
 def group_of(variant: str) -> str:
-    """The projection fit group (scores-file folder) that produces a variant."""
+    """The fit group (scores file) that produces a variant."""
     return next(g for g, variants in GROUP_VARIANTS.items() if variant in variants)
 
 
-def rc_curves(scores_dir: str | Path, schemes: dict[str, str], csfs: Sequence[str]) -> pd.DataFrame:
+def rc_curves(score_files: Sequence[str | Path], schemes: dict[str, str], csfs: Sequence[str]) -> pd.DataFrame:
     """Long table of risk–coverage points (coverage, risk in [0, 1]) of ``csfs`` on one model.
 
-    ``scores_dir`` is ``results/scores/{source}/{model}``; ``schemes`` maps each plotted evaluation set
+    ``score_files`` are the model's scores files (``{fit_group}.h5``) of the fit groups the variants
+    need; ``schemes`` maps each plotted evaluation set
     to its failure scheme: ``misclf`` evaluates the set alone (the test set: misclassification), any
     other scheme pairs the set with the model's test-set scores (e.g. ``correct_vs_ood``). Correctness
-    is the ``correct`` flag the scores file carries (the feature file's, copied by score_and_evaluate).
+    is the ``correct`` flag the scores file carries (the feature file's, copied by the scoring job).
     Non-MCD scores only.
     """
+    by_group = {Path(path).stem: path for path in score_files}
     rows = []
     for name in csfs:
         csf, variant = parse_variant(name)
-        folder = Path(scores_dir) / group_of(variant)
-        test = read_scores(folder / "test.h5")[0]["det"]
+        path = by_group[group_of(variant)]
+        test = read_scores(path, "test")[0]["det"]
         if (csf, variant) not in test["scores"]:
             known = sorted(f"{c} {v}" if v != "none" else c for c, v in test["scores"])
-            raise ValueError(f"figures.rc_curves.csfs: '{name}' is not in {folder / 'test.h5'}; known: {known}")
+            raise ValueError(f"figures.rc_curves.csfs: '{name}' is not in {path}; known: {known}")
         for dataset, scheme in schemes.items():
-            own = test if dataset == "test" else read_scores(folder / f"{dataset}.h5")[0]["det"]
+            own = test if dataset == "test" else read_scores(path, dataset)[0]["det"]
             if scheme == "misclf":
                 data = build_scheme("misclf", own["scores"][(csf, variant)], own["correct"])
             else:
@@ -186,13 +297,13 @@ def plot_rc_curves(curves: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-def write_rc_curves(scores_dir: str | Path, shift_types: dict[str, str], csfs: Sequence[str],
-                    ranking: dict | None, title: str, csv_path: str | Path, png: str | Path,
+def write_rc_curves(score_files: Sequence[str | Path], shift_types: dict[str, str], csfs: Sequence[str],
+                    ranking: dict, title: str, csv_path: str | Path, png: str | Path,
                     pdf: str | Path) -> pd.DataFrame:
     """Job: risk–coverage curves of one model as CSV and figure; ``shift_types`` maps each plotted set
     to its shift type, whose scheme is the ``ranking`` settings' (the ranked rows' scheme)."""
     schemes = ranking_settings(ranking)["schemes"]
-    curves = rc_curves(scores_dir, {d: schemes[s] for d, s in shift_types.items()}, csfs)
+    curves = rc_curves(score_files, {d: schemes[s] for d, s in shift_types.items()}, csfs)
     with atomic_path(csv_path) as tmp:
         curves.to_csv(tmp, index=False, float_format="%.6g")
     save_figure(plot_rc_curves(curves, title), png, pdf)

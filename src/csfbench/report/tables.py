@@ -1,10 +1,12 @@
-"""The paper's tables regenerated from the results (spec 000 §8.2): CSV plus LaTeX.
+"""The paper's tables regenerated from the results (Claros-Olivares & Brockmeier, Tables 2, 6,
+8 and 10): CSV plus LaTeX.
 
 - :func:`best_metric_table`: Table 2 analogue, best run-mean value (default AUGRC, ×1000) per backbone,
   source and evaluation set among the validation-selected configurations, non-MCD and MCD separately,
   with the CSF variant and paradigm achieving it;
 - :func:`selected_configuration_table`: Table 8 (selected dropout flag) and Table 10 (selected DG
-  reward) analogues from the V3 selection, CSF × (paradigm, projection), ``-`` = no such variant;
+  reward) analogues from the validation-based selection, CSF × (paradigm, projection), ``-`` = no such
+  variant;
 - :func:`clique_layer_table`: Table 6 analogue, the greedy clique layers of every ranked analysis.
 
 LaTeX is written with pandas' ``to_latex`` (it needs jinja2, a pinned dependency).
@@ -25,11 +27,12 @@ DISPLAY_SCALE = {"aurc": 1000.0, "augrc": 1000.0}  # the papers' tables show AUR
 _BEST_KEYS = ["backbone", "source", "dataset", "cell_regime"]
 
 
-def best_metric_table(table: pd.DataFrame, metric: str = "augrc", ranking: dict | None = None) -> pd.DataFrame:
+def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.DataFrame:
     """Table 2 analogue: per (backbone, source, evaluation set), the best run-mean ``metric`` over
     (paradigm, CSF variant) of the selected configurations, without and with MCD (``*_mcd`` columns,
     empty where the backbone has no MCD rows). Values are ×1000 for AURC/AUGRC; best = lowest unless
-    the metric is higher-is-better. Ties go to the paradigm, then the variant, that sorts first."""
+    the metric is higher-is-better. Ties go to the paradigm, then the variant, that sorts first.
+    ``ranking``: the config's complete ``ranking`` section (its ``schemes`` choose the ranked rows)."""
     settings = ranking_settings(ranking)
     rows = selected_ranked_rows(table, settings, [metric])
     if rows.empty:
@@ -67,7 +70,7 @@ def selected_configuration_table(selection: pd.DataFrame, field: str = "dropout"
     if rows.empty:
         raise ValueError(f"no non-MCD selected configurations for metric '{metric}'"
                          + (f" and paradigms {list(paradigms)}" if paradigms is not None else ""))
-    wide = rows.pivot_table(index=["backbone", "source", "csf"], columns=["paradigm", "projection"],
+    wide = rows.pivot_table(index=["backbone", "source", "csf"], columns=["paradigm", "variant"],
                             values=field, aggfunc="first")
     wide = wide.sort_index(axis=0).sort_index(axis=1)
     return wide.map(lambda v: "-" if pd.isna(v) else (f"{int(v)}" if float(v).is_integer() else f"{v:g}"))
@@ -110,7 +113,7 @@ def write_table(frame: pd.DataFrame, csv_path: str | Path, tex_path: str | Path,
         tmp.write_text(latex)
 
 
-def write_best_metric_table(results_table: str | Path, metric: str, ranking: dict | None, csv_path: str | Path,
+def write_best_metric_table(results_table: str | Path, metric: str, ranking: dict, csv_path: str | Path,
                             tex_path: str | Path) -> pd.DataFrame:
     """Job: Table 2 analogue from ``results.parquet``."""
     frame = best_metric_table(pd.read_parquet(results_table), metric, ranking)

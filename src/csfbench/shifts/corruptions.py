@@ -19,7 +19,7 @@ Implemented families and how they compare to the published CIFAR-10-C generator
   frost photographs shipped with the original code), ``fog`` and ``elastic_transform``; ``saturate``
   and ``glass_blur`` are left out because their published severities are not ordered (saturate's
   severity 3 is milder than 2; glass blur's mean absolute change falls from severity 2 to 3 and 4 to
-  5), and glass blur's sequential pixel swaps cost ~35 ms per 32×32 image in Python.
+  5), and glass blur's sequential pixel swaps are slow in Python.
 
 The published sets are therefore not reproduced pixel for pixel; for the real CIFAR-10-C/100-C
 archives use the ``cifar_c`` dataset format (:func:`csfbench.data.readers.read_cifar_c`).

@@ -1,4 +1,5 @@
-"""Statistics of rankings (spec 000 §5): Friedman / Iman–Davenport, Conover post-hoc, cliques, layers.
+"""Statistics of rankings (Claros-Olivares & Brockmeier, §4.2, App. C): Friedman / Iman–Davenport, Conover post-hoc,
+cliques, layers.
 
 Orientation: lower value = better unless ``higher_is_better``; rank 1 = best. Entry points:
 :func:`rank_table` (long-format table → JSON-ready dict), :func:`rank_blocks` (blocks × entities

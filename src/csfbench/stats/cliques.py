@@ -1,4 +1,6 @@
-"""Indifference graph, maximal cliques and greedy layering (spec 000 §5.5–5.6).
+"""Indifference graph, maximal cliques and greedy layering (Claros-Olivares & Brockmeier,
+App. C; the ranking and layering follow the authors' ``stats_eval.py``,
+github.com/cesar-claros/ood_systematic).
 
 Two entities are *indifferent* (joined by an edge) iff their post-hoc p-value is ≥ α (NaN = no edge,
 no self-loops). Every maximal clique, singletons included, is enumerated with ``networkx.find_cliques``

@@ -1,4 +1,5 @@
-"""Within-block ranks, the Friedman test and the Iman–Davenport correction (spec 000 §5.1–5.2).
+"""Within-block ranks, the Friedman test and the Iman–Davenport correction
+(Claros-Olivares & Brockmeier, App. C; Iman & Davenport, 1980).
 
 Input is a blocks × entities matrix of raw metric values (rows = blocks, columns = entities).
 Orientation: **lower value = better** (AURC, AUGRC, ...), i.e. the lowest value of a block gets

@@ -1,4 +1,5 @@
-"""Conover's all-pairs post-hoc test for unreplicated blocks, t-distribution form (spec 000 §5.3–5.4).
+"""Conover's all-pairs post-hoc test for unreplicated blocks, t-distribution form (Conover, 1999;
+the test of Claros-Olivares & Brockmeier, App. C).
 
 With rank sums R_j, A₁ = Σ r_ij², S² = (A₁ − kN(k+1)²/4)/(k−1), T₂ = Σ_j (R_j − N(k+1)/2)²/S²,
 A = S²·2N(k−1)/((N−1)(k−1)), B = 1 − T₂/(N(k−1)):
@@ -7,9 +8,10 @@ This is exactly ``scikit_posthocs.posthoc_conover_friedman``, which is what we c
 against the formula). Orientation as everywhere in :mod:`csfbench.stats`: lower value = better.
 
 Multiplicity (``p_adjust``): ``"none"`` (the **default**) returns the unadjusted p-values; it is what
-the seed paper's code ran and the only mode that reproduces its published cliques (Figure 2, Table 6;
-spec §5.4, §9 item 3). ``"holm"`` applies Holm's step-down correction over the k(k−1)/2 pairs, which is
-what the paper's text says it did.
+the seed paper's code ran and the only mode that reproduces its published cliques (Figure 2, Table 6).
+``"holm"`` applies Holm's step-down correction over the k(k−1)/2 pairs, which is what the paper's
+text says it did.  (The standard error printed in the paper's App. C is Nemenyi's; with it the
+published cliques do not come out either.)
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Long-format table → blocks × entities matrix (spec 000 §5.1), with input checks.
+"""Long-format table → blocks × entities matrix (Claros-Olivares & Brockmeier, §4.2, App. C), with input checks.
 
 One row per (block, entity) value: the ``blocks`` columns together identify a block (e.g. dataset,
 paradigm, metric, run), ``entity`` names what is ranked (e.g. the CSF) and ``value`` holds the metric
@@ -8,7 +8,7 @@ value (lower = better by default). Rules:
   (block, entity) rows are errors (:class:`StatsInputError`; average or filter duplicates first);
 - **incomplete blocks** (some entity has no value in them) are **dropped** with a
   :class:`IncompleteBlocksWarning` listing each dropped block and its missing entities — the
-  complete-block design of the seed paper's code (spec §5.1); they are also returned;
+  complete-block design of the seed paper's code; they are also returned;
 - fewer than 2 entities or fewer than 2 complete blocks are errors.
 
 Entities are named by ``str(value)``; rows and columns of the matrix are sorted (blocks by their key

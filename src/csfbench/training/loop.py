@@ -19,13 +19,14 @@ import torch
 from torch import nn
 
 from csfbench.atomic import atomic_path
-from csfbench.config import derive_seed, spec_hash
+from csfbench.seeds import derive_seed, spec_hash
 from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
 from csfbench.data.transforms import augment, normalize
 from csfbench.models import build_model
 from csfbench.models.network import Classifier
 from csfbench.training.stages import Stage, build_stages, warmup_cosine
+from csfbench.specs import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +38,17 @@ def resolve_device(preferred: str | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def autocast(device: torch.device):
-    """Mixed precision on CUDA (bf16 where supported, else fp16); a no-op context on CPU."""
+def autocast_dtype(device: torch.device) -> torch.dtype | None:
+    """The mixed-precision dtype on ``device``: bfloat16 on CUDA where supported, else float16; None on CPU."""
     if device.type != "cuda":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.autocast(device_type="cuda", dtype=dtype)
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def autocast(device: torch.device):
+    """Mixed precision on CUDA (:func:`autocast_dtype`); a no-op context on CPU."""
+    dtype = autocast_dtype(device)
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device_type="cuda", dtype=dtype)
 
 
 def atomic_torch_save(obj: object, path: Path) -> None:
@@ -62,12 +68,12 @@ def _set_stage_mode(model: Classifier, stage: Stage) -> list[nn.Parameter]:
     return params
 
 
-def _evaluate(model: Classifier, stage: Stage, loader, spec: dict, device: torch.device, epoch: int) -> dict:
+def _evaluate(model: Classifier, stage: Stage, loader, spec: ModelSpec, device: torch.device, epoch: int) -> dict:
     model.eval()
     total_loss, correct, count = 0.0, 0, 0
     with torch.no_grad(), autocast(device):
         for images, labels, _ in loader:
-            x = normalize(images.to(device), **spec["normalize"])
+            x = normalize(images.to(device), **spec.normalize)
             y = labels.to(device)
             loss, logits = stage.loss(model, x, y, epoch, dict(stage.state))
             total_loss += float(loss) * len(y)
@@ -93,30 +99,30 @@ def _load_resume(path: Path, expected_hash: str) -> dict | None:
     return state
 
 
-def train_model(spec: dict, train_set: ImageSet, val_set: ImageSet, checkpoint_path: Path,
+def train_model(spec: ModelSpec, train_set: ImageSet, val_set: ImageSet, checkpoint_path: Path,
                 history_path: Path, resume_path: Path, device: torch.device | None = None,
                 num_workers: int = 0) -> Classifier:
     """Train the model of ``spec`` through all stages of its paradigm; see the module docstring."""
     device = device or resolve_device()
     checkpoint_path, history_path, resume_path = Path(checkpoint_path), Path(history_path), Path(resume_path)
-    torch.manual_seed(spec["seed"])
+    torch.manual_seed(spec.seed)
     model = build_model(spec).to(device)
-    optim = spec["optim"]
+    optim = spec.optim
     batch_size = int(optim["batch_size"])
     steps_per_epoch = -(-len(train_set) // batch_size)
     stages = build_stages(spec, steps_per_epoch)
-    aug = optim.get("augment", {})
-    grad_clip = float(optim.get("grad_clip", 0.0))
-    val_loader = make_loader(val_set, spec["image_size"], batch_size, num_workers=num_workers)
+    aug = optim["augment"]
+    grad_clip = float(optim["grad_clip"])
+    val_loader = make_loader(val_set, spec.image_size, batch_size, num_workers=num_workers)
     scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda" and not torch.cuda.is_bf16_supported())
 
-    my_hash = spec_hash(spec)
+    my_hash = spec_hash(spec.to_dict())
     resume = _load_resume(resume_path, my_hash)
     history: list[dict] = list(resume["history"]) if resume else []
     first_stage = resume["stage"] if resume else 0
     if resume:
         model.load_state_dict(resume["model"])
-        log.info("resuming %s from stage %d epoch %d", spec["model"], resume["stage"], resume["epoch"])
+        log.info("resuming %s from stage %d epoch %d", spec.model, resume["stage"], resume["epoch"])
 
     for si, stage in enumerate(stages):
         if si < first_stage:
@@ -139,17 +145,17 @@ def train_model(spec: dict, train_set: ImageSet, val_set: ImageSet, checkpoint_p
                 break
             t0 = time.perf_counter()
             _set_stage_mode(model, stage)
-            epoch_seed = derive_seed(spec["seed"], stage.name, epoch)
+            epoch_seed = derive_seed(spec.seed, stage.name, epoch)
             torch.manual_seed(epoch_seed)
             generator = torch.Generator().manual_seed(epoch_seed)
-            loader = make_loader(train_set, spec["image_size"], batch_size, shuffle=True, seed=epoch_seed,
+            loader = make_loader(train_set, spec.image_size, batch_size, shuffle=True, seed=epoch_seed,
                                  num_workers=num_workers)
             run_loss, run_correct, run_count = 0.0, 0, 0
             for images, labels, _ in loader:
                 if scheduler.last_epoch >= total_steps:
                     break
-                x = augment(normalize(images.to(device, non_blocking=True), **spec["normalize"]), generator,
-                            int(aug.get("crop_padding", 0)), bool(aug.get("hflip", False)), int(aug.get("cutout", 0)))
+                x = augment(normalize(images.to(device, non_blocking=True), **spec.normalize), generator,
+                            int(aug["crop_padding"]), bool(aug["hflip"]), int(aug["cutout"]))
                 y = labels.to(device, non_blocking=True)
                 with autocast(device):
                     loss, logits = stage.loss(model, x, y, epoch, stage.state)
@@ -170,7 +176,7 @@ def train_model(spec: dict, train_set: ImageSet, val_set: ImageSet, checkpoint_p
                    "seconds": round(time.perf_counter() - t0, 3)}
             history.append(row)
             log.info("%s stage %s epoch %d/%d loss %.4f acc %.4f val_loss %.4f val_acc %.4f (%.1fs)",
-                     spec["model"], stage.name, epoch + 1, stage.epochs, row["train_loss"], row["train_acc"],
+                     spec.model, stage.name, epoch + 1, stage.epochs, row["train_loss"], row["train_acc"],
                      row["val_loss"], row["val_acc"], row["seconds"])
             atomic_torch_save({"spec_hash": my_hash, "stage": si, "epoch": epoch + 1, "history": history,
                                "model": model.state_dict(), "optimizer": optimizer.state_dict(),

@@ -1,4 +1,7 @@
-"""Training losses of the paradigms (spec 000 §1.4).  All return a scalar mean over the batch."""
+"""Training losses of the paradigms (Claros-Olivares & Brockmeier, App. A.2).
+
+All return a scalar mean over the batch.
+"""
 from __future__ import annotations
 
 import math

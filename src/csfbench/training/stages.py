@@ -1,4 +1,5 @@
-"""The training stages of each paradigm (spec 000 §1.4) as data: what trains, with what, how long.
+"""The training stages of each paradigm (Claros-Olivares & Brockmeier, App. A.2; FD-Shifts' schedules) as data: what
+trains, with what, how long.
 
 * ``ce`` (ViT fine-tuning): one stage, cross-entropy, SGD + warm-up + cosine.
 * ``dg``: one stage; cross-entropy on the first C outputs for ``pretrain_epochs``, then the Deep
@@ -19,6 +20,7 @@ from torch import nn
 
 from csfbench.models.network import Classifier
 from csfbench.training.losses import confidnet_loss, deep_gamblers_loss, devries_loss, update_devries_lambda
+from csfbench.specs import ModelSpec
 
 LossFn = Callable[[Classifier, torch.Tensor, torch.Tensor, int, dict], tuple[torch.Tensor, torch.Tensor]]
 
@@ -46,9 +48,9 @@ class Stage:
 def _sgd(optim: dict, lr: float | None = None, nesterov: bool | None = None):
     def make(params):
         return torch.optim.SGD(params, lr=lr if lr is not None else optim["lr"],
-                               momentum=float(optim.get("momentum", 0.9)),
-                               weight_decay=float(optim.get("weight_decay", 0.0)),
-                               nesterov=bool(optim.get("nesterov", False) if nesterov is None else nesterov))
+                               momentum=float(optim["momentum"]),
+                               weight_decay=float(optim["weight_decay"]),
+                               nesterov=bool(optim["nesterov"] if nesterov is None else nesterov))
     return make
 
 
@@ -76,15 +78,15 @@ def _epochs(params: dict, steps_per_epoch: int) -> tuple[int, int | None]:
     return int(params["epochs"]), None
 
 
-def build_stages(spec: dict, steps_per_epoch: int) -> list[Stage]:
-    """The stages of ``spec['paradigm']`` with the hyper-parameters of the resolved spec."""
-    optim, params, paradigm = spec["optim"], spec["paradigm_params"], spec["paradigm"]
+def build_stages(spec: ModelSpec, steps_per_epoch: int) -> list[Stage]:
+    """The stages of ``spec.paradigm`` with the hyper-parameters of the resolved spec."""
+    optim, params, paradigm = spec.optim, spec.paradigm_params, spec.paradigm
     if paradigm == "ce":
         epochs, max_steps = _epochs(params, steps_per_epoch)
         return [Stage("ce", epochs, _classifier_params, _classifier_modules, _sgd(optim), _ce_loss,
-                      max_steps=max_steps, warmup_steps=int(params.get("warmup_steps", 0)))]
+                      max_steps=max_steps, warmup_steps=int(params["warmup_steps"]))]
     if paradigm == "dg":
-        pretrain, reward = int(params["pretrain_epochs"]), float(spec["reward"])
+        pretrain, reward = int(params["pretrain_epochs"]), float(spec.reward)
 
         def dg_loss(model, x, y, epoch, state):
             logits = model.head(model.encoder(x))
@@ -95,7 +97,7 @@ def build_stages(spec: dict, steps_per_epoch: int) -> list[Stage]:
         return [Stage("dg", int(params["epochs"]), _classifier_params, _classifier_modules,
                       _sgd(optim, nesterov=False), dg_loss)]
     if paradigm == "devries":
-        budget = float(params.get("budget", 0.3))
+        budget = float(params["budget"])
 
         def dv_loss(model, x, y, epoch, state):
             features = model.encoder(x)
@@ -108,8 +110,8 @@ def build_stages(spec: dict, steps_per_epoch: int) -> list[Stage]:
         stage = Stage("devries", int(params["epochs"]),
                       lambda m: _classifier_params(m) + list(m.conf_head.parameters()),
                       lambda m: [m.encoder, m.head, m.conf_head],
-                      _sgd(optim, nesterov=params.get("nesterov", True)), dv_loss)
-        stage.state["lambda"] = float(params.get("lambda_init", 0.1))
+                      _sgd(optim), dv_loss)  # devries.nesterov is merged into optim
+        stage.state["lambda"] = float(params["lambda_init"])
         return [stage]
     if paradigm == "confidnet":
         def tcp_loss(model, x, y, epoch, state):
@@ -124,13 +126,13 @@ def build_stages(spec: dict, steps_per_epoch: int) -> list[Stage]:
             Stage("backbone", int(params["epochs_backbone"]), _classifier_params, _classifier_modules,
                   _sgd(optim), _ce_loss),
             Stage("confidnet", int(params["epochs_head"]), lambda m: list(m.conf_head.parameters()),
-                  lambda m: [m.conf_head], _adam(float(params.get("head_lr", 1e-4))), tcp_loss,
+                  lambda m: [m.conf_head], _adam(float(params["head_lr"])), tcp_loss,
                   on_start=sync_copy),
         ]
         if int(params["epochs_finetune"]) > 0:
             stages.append(Stage("finetune", int(params["epochs_finetune"]),
                                 lambda m: list(m.conf_encoder.parameters()) + list(m.conf_head.parameters()),
-                                lambda m: [m.conf_head], _adam(float(params.get("finetune_lr", 1e-6))), tcp_loss))
+                                lambda m: [m.conf_head], _adam(float(params["finetune_lr"])), tcp_loss))
         return stages
     raise ValueError(f"unknown paradigm '{paradigm}' (known: ce, dg, devries, confidnet)")
 

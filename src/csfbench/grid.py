@@ -1,0 +1,252 @@
+"""The experiment grid of a validated config: models, evaluation sets and their resolved specs.
+
+The grid is static (no checkpoints are read): sources × backbones × paradigms × dropout × rewards ×
+runs.  Every function takes the config as validated by :func:`csfbench.settings.validate_config`
+(defaults filled in), so it reads keys directly and never supplies a default of its own.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Iterator
+
+from csfbench import paths
+from csfbench.csf.engine import resolved_budgets
+from csfbench.csf.projection import GROUP_VARIANTS
+from csfbench.csf.registry import CSFS
+from csfbench.ids import ModelId
+from csfbench.seeds import derive_seed
+from csfbench.settings import SPLITS
+from csfbench.shifts import names as shift_names
+from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
+
+
+def _rewards(config: dict, source: str, paradigm: str) -> list[float]:
+    return [float(r) for r in config["sources"][source]["dg_rewards"]] if paradigm == "dg" else [0.0]
+
+
+def model_ids(config: dict, source: str) -> list[ModelId]:
+    """Every model trained on ``source``, in a deterministic order."""
+    return [ModelId(backbone, paradigm, int(dropout), reward, int(run))
+            for backbone, bcfg in config["backbones"].items()
+            for paradigm in bcfg["paradigms"]
+            for dropout in bcfg["dropout"]
+            for reward in _rewards(config, source, paradigm)
+            for run in bcfg["runs"]]
+
+
+def iter_models(config: dict) -> Iterator[tuple[str, ModelId]]:
+    for source in config["sources"]:
+        for mid in model_ids(config, source):
+            yield source, mid
+
+
+def eval_datasets(config: dict, source: str, model: ModelId | str | None = None) -> list[str]:
+    """Evaluation sets of a source: the three ID splits, then its shifted sets in config order.
+
+    With ``model``, a model of the shift study (``shifts`` section) also gets the generated corruption
+    sets of its source and its own adversarial sets.
+    """
+    generated = corruption_sets(config, source) + adversarial_sets(config, source, model) \
+        if model is not None and in_shift_study(config, source, model) else []
+    return list(SPLITS) + list(config["sources"][source]["ood"]) + generated
+
+
+def scored_datasets(config: dict, source: str, model: ModelId | str | None = None) -> list[str]:
+    """The evaluation sets that are scored: all but the training split."""
+    return [d for d in eval_datasets(config, source, model) if d != "train"]
+
+
+# ---------------------------------------------------------------------------------------------
+# resolved specs
+# ---------------------------------------------------------------------------------------------
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """A copy of ``base`` with ``override`` merged in recursively (override wins)."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def dataset_spec(config: dict, name: str) -> DatasetSpec:
+    """The catalogue dataset ``name`` with its path under ``data_root``."""
+    entry = config["datasets"][name]
+    return DatasetSpec(name, entry["format"], str(Path(config["data_root"]) / entry["path"]), entry["split"],
+                       dict(entry["options"]))
+
+
+def model_spec(config: dict, source: str, model: ModelId | str) -> ModelSpec:
+    """Everything needed to build, train and evaluate one model."""
+    mid = ModelId.parse(model) if isinstance(model, str) else model
+    src = config["sources"][source]
+    bcfg = config["backbones"][mid.backbone]
+    training = config["training"][mid.backbone]
+    overrides = src["training"].get(mid.backbone, {})
+    common = deep_merge(training["common"], overrides.get("common", {}))
+    paradigm = deep_merge(training[mid.paradigm], overrides.get(mid.paradigm, {}))
+    optim = deep_merge(common, {k: v for k, v in paradigm.items() if k in common})
+    lr = optim["lr"]
+    optim["lr"] = float(lr[f"do{mid.dropout}"] if isinstance(lr, dict) else lr)
+    return ModelSpec(
+        source=source, model=str(mid), backbone=mid.backbone, paradigm=mid.paradigm, dropout=mid.dropout,
+        reward=mid.reward, run=mid.run, seed=derive_seed(config["seed"], source, str(mid)),
+        n_classes=int(src["n_classes"]), image_size=int(src["image_size"][mid.backbone]),
+        normalize=dict(src["normalize"]), arch=dict(bcfg["arch"]),
+        mcd_samples=int(bcfg["mcd_samples"]) if mid.dropout else 0, optim=optim,
+        paradigm_params={k: v for k, v in paradigm.items() if k not in common},
+        dataset=dataset_spec(config, src["dataset"]), val_size=int(src["val_size"]),
+        pretrained=dict(bcfg["pretrained"]) if mid.backbone == "vit" else None)
+
+
+def pretrain_spec(config: dict) -> ModelSpec:
+    """The model spec of the demo's ViT pretraining: plain cross-entropy from scratch."""
+    pre = config["pretrain"]
+    vit = config["backbones"]["vit"]
+    return ModelSpec(
+        source="pretrain", model="vit_ce_do0_rew0_run0", backbone="vit", paradigm="ce", dropout=0, reward=0.0,
+        run=0, seed=derive_seed(config["seed"], "pretrain"), n_classes=int(vit["pretrained"]["num_classes"]),
+        image_size=int(pre["image_size"]), normalize=dict(pre["normalize"]), arch=dict(vit["arch"]),
+        mcd_samples=0,
+        optim={"batch_size": int(pre["batch_size"]), "lr": float(pre["lr"]), "momentum": 0.9,
+               "weight_decay": float(pre["weight_decay"]), "nesterov": False, "grad_clip": 0.0,
+               "augment": {"crop_padding": 4, "hflip": True, "cutout": 0}},
+        paradigm_params={"epochs": int(pre["epochs"]), "warmup_steps": 0},
+        dataset=dataset_spec(config, pre["dataset"]), val_size=int(pre["val_size"]))
+
+
+def eval_set_spec(config: dict, source: str, dataset: str, model: ModelId | str | None = None) -> EvalSet:
+    """Name, shift type and regime of an evaluation set of ``source`` (an ID split or a shifted set).
+
+    A generated set's dataset points at the files its rule writes (``npy`` format); an adversarial set
+    belongs to one model, which must then be given.
+    """
+    if dataset in SPLITS:
+        return EvalSet(dataset, "id", dataset)
+    folder = generated_set_folder(source, dataset, model)
+    if folder is not None:
+        shift_type = "adversarial" if shift_names.parse_adversarial_set(dataset) else "covariate"
+        return EvalSet(dataset, shift_type, shift_type, DatasetSpec(dataset, "npy", folder, "test", {}))
+    entry = config["sources"][source]["ood"][dataset]
+    return EvalSet(dataset, entry["shift_type"], entry.get("regime", entry["shift_type"]),
+                   dataset_spec(config, dataset))
+
+
+def csf_fit_config(config: dict, fit_group: str) -> dict:
+    """The part of the ``csf`` section a fit of ``fit_group`` reads (a Snakemake param).
+
+    The list of groups, and the fixed values, search spaces and search budgets of CSFs without a
+    variant in ``fit_group`` (and of the projection, for ``none``), are left out: changing them does
+    not rerun this fit.
+    """
+    used = {c.name for c in CSFS if set(c.variants) & set(GROUP_VARIANTS[fit_group])}
+    used |= {"projection"} if fit_group != "none" else set()
+    csf = config["csf"]
+    out = {key: value for key, value in csf.items() if key not in ("groups", "fixed", "search_space")}
+    for key in ("fixed", "search_space"):
+        out[key] = {name: value for name, value in csf[key].items() if name in used}
+    budgets = resolved_budgets(csf["tuning"])
+    out["tuning"] = {**csf["tuning"], "budgets": {name: {"init_points": b[0], "n_iter": b[1]}
+                                                  for name, b in sorted(budgets.items()) if name in used}}
+    return out
+
+
+def used_splits(config: dict, name: str) -> list[str]:
+    """The official splits of catalogue dataset ``name`` that the workflow reads (sorted)."""
+    splits = set()
+    for src in config["sources"].values():
+        if src["dataset"] == name:
+            splits |= {"train", "test"}
+        if name in src["ood"]:
+            splits.add(config["datasets"][name]["split"])
+    if config.get("pretrain", {}).get("dataset") == name:
+        splits.add("train")
+    return sorted(splits)
+
+
+# ---------------------------------------------------------------------------------------------
+# shift study: generated corruption and adversarial sets, ProjNorm
+# ---------------------------------------------------------------------------------------------
+
+def in_shift_study(config: dict, source: str, model: ModelId | str) -> bool:
+    """Whether ``model`` of ``source`` gets the generated sets (``shifts.sources`` / ``shifts.models``;
+    absent: every source / every model of the study sources)."""
+    study = config.get("shifts")
+    if study is None:
+        return False
+    return source in study.get("sources", config["sources"]) and str(model) in study.get("models", [str(model)])
+
+
+def study_models(config: dict) -> list[tuple[str, ModelId]]:
+    """(source, model) pairs of the shift study, in grid order."""
+    return [(s, m) for s, m in iter_models(config) if in_shift_study(config, s, m)]
+
+
+def corruption_sets(config: dict, source: str) -> list[str]:
+    """``corrupt-{family}-{severity}`` names of the corruption sets generated from ``source``'s test split."""
+    corruptions = config.get("shifts", {}).get("corruptions")
+    if not corruptions or source not in config["shifts"].get("sources", config["sources"]):
+        return []
+    return [shift_names.corruption_set(f, s) for f in corruptions["families"] for s in corruptions["severities"]]
+
+
+def adversarial_sets(config: dict, source: str, model: ModelId | str | None) -> list[str]:
+    """``{attack}-eps{ε}`` names of a study model's adversarial sets (ε in 1/255 units)."""
+    attacks = config.get("shifts", {}).get("adversarial", {}).get("attacks", {})
+    if model is None or not in_shift_study(config, source, model):
+        return []
+    return [shift_names.adversarial_set(name, eps) for name, attack in attacks.items() for eps in attack["eps"]]
+
+
+def generated_set_names(config: dict) -> list[str]:
+    """Every generated set name of the config (for the ``dataset`` wildcard)."""
+    names = {d for source in config["sources"] for d in corruption_sets(config, source)}
+    names |= {d for source, model in study_models(config) for d in adversarial_sets(config, source, model)}
+    return sorted(names)
+
+
+def generated_set_folder(source: str, dataset: str, model: ModelId | str | None) -> str | None:
+    """Folder of a generated set, None for a set that is not generated."""
+    if shift_names.parse_corruption_set(dataset):
+        return paths.corruption_set_folder(source, dataset)
+    if shift_names.parse_adversarial_set(dataset):
+        if model is None:
+            raise ValueError(f"adversarial set {dataset!r} of source {source!r}: the model must be given")
+        return paths.adversarial_set_folder(source, str(model), dataset)
+    return None
+
+
+def corruption_spec(config: dict, dataset: str) -> dict:
+    """Family, severity and seed of a corruption set."""
+    family, severity = shift_names.parse_corruption_set(dataset)
+    return {"family": family, "severity": severity, "seed": int(config["shifts"]["corruptions"]["seed"])}
+
+
+def attack_spec(config: dict, dataset: str) -> dict:
+    """The attack of an adversarial set: name, ε and (PGD) steps, step size (1/255 units), random start."""
+    name, eps = shift_names.parse_adversarial_set(dataset)
+    attack = config["shifts"]["adversarial"]["attacks"][name]
+    spec = {"name": name, "eps": eps}
+    if name == "pgd":
+        steps = int(attack["steps"])
+        spec.update(steps=steps, step_size=float(attack["step_factor"]) * eps / steps,
+                    random_start=bool(attack["random_start"]))
+    return spec
+
+
+def projnorm_sets(config: dict, source: str, model: ModelId | str) -> list[str]:
+    """The labelled sets ProjNorm and the baselines are evaluated on: ID test, covariate and adversarial sets."""
+    return ["test"] + [d for d in eval_datasets(config, source, model)[len(SPLITS):]
+                       if eval_set_spec(config, source, d, model).shift_type in ("covariate", "adversarial")]
+
+
+def agree_partner(config: dict, model: ModelId | str) -> str | None:
+    """The AgreeScore partner: the same configuration with run + ``projnorm.agree_run_offset`` (None when 0)."""
+    offset = int(config["projnorm"]["agree_run_offset"])
+    if not offset:
+        return None
+    mid = ModelId.parse(str(model))
+    return str(ModelId(mid.backbone, mid.paradigm, mid.dropout, mid.reward, mid.run + offset))

@@ -1,0 +1,154 @@
+"""Every file the workflow writes under ``results/``: one function per kind of file.
+
+A function called without arguments returns the Snakemake pattern (with ``{wildcards}``); called with
+values it returns the concrete path.  Rules (through ``rules/common.smk``), jobs, the manifest and
+the report all take their paths from here, so the layout is written in exactly one place.  The
+layout itself is described in docs/design.md.
+"""
+from __future__ import annotations
+
+RESULTS = "results"
+
+# wildcard names: a source (ID training set), a model id, an evaluation set, a catalogue dataset,
+# a CSF fit group (none / global / class), a backbone
+_S, _M, _D, _N, _G, _B = "{source}", "{model}", "{dataset}", "{name}", "{fit_group}", "{backbone}"
+
+
+# ---- data
+def dataset_index(name: str = _N) -> str:
+    return f"{RESULTS}/data/index/{name}.json"
+
+
+def corruption_set_folder(source: str = _S, dataset: str = _D) -> str:
+    """Folder of a generated corruption set (npy layout: ``{folder}/test/images.npy``)."""
+    return f"{RESULTS}/data/shifts/{source}/{dataset}"
+
+
+def adversarial_set_folder(source: str = _S, model: str = _M, dataset: str = _D) -> str:
+    """Folder of a model's generated adversarial set (npy layout)."""
+    return f"{RESULTS}/data/adversarial/{source}/{model}/{dataset}"
+
+
+def npy_file(folder: str, array: str) -> str:
+    """``images`` or ``labels`` of a generated set's test split."""
+    return f"{folder}/test/{array}.npy"
+
+
+# ---- models
+def checkpoint(source: str = _S, model: str = _M) -> str:
+    return f"{RESULTS}/models/{source}/{model}/checkpoint.pt"
+
+
+def training_history(source: str = _S, model: str = _M) -> str:
+    return f"{RESULTS}/models/{source}/{model}/history.csv"
+
+
+def pretrain_history() -> str:
+    return f"{RESULTS}/models/pretrain/history.csv"
+
+
+# ---- features, CSF fits, scores, metrics
+def features(source: str = _S, model: str = _M, dataset: str = _D) -> str:
+    return f"{RESULTS}/features/{source}/{model}/{dataset}.h5"
+
+
+def csf_fit(source: str = _S, model: str = _M, fit_group: str = _G) -> str:
+    return f"{RESULTS}/csf/{source}/{model}/{fit_group}/fit.h5"
+
+
+def scores(source: str = _S, model: str = _M, fit_group: str = _G) -> str:
+    """Per-sample confidences of every evaluation set of one (model, fit group)."""
+    return f"{RESULTS}/scores/{source}/{model}/{fit_group}.h5"
+
+
+def metrics(source: str = _S, model: str = _M, fit_group: str = _G) -> str:
+    """Metric rows of every evaluation set of one (model, fit group)."""
+    return f"{RESULTS}/metrics/{source}/{model}/{fit_group}.parquet"
+
+
+# ---- geometry, proximity
+def nc_records(source: str = _S, model: str = _M) -> str:
+    return f"{RESULTS}/geometry/{source}/{model}/nc.csv"
+
+
+def nc_table(source: str = _S, ext: str = "{ext}") -> str:
+    return f"{RESULTS}/tables/nc_{source}.{ext}"
+
+
+def proximity_embeddings(source: str = _S) -> str:
+    return f"{RESULTS}/proximity/{source}/embeddings.h5"
+
+
+def proximity_regimes(source: str = _S) -> str:
+    return f"{RESULTS}/proximity/{source}/regimes.csv"
+
+
+def proximity_table(source: str = _S, ext: str = "{ext}") -> str:
+    return f"{RESULTS}/tables/proximity_{source}.{ext}"
+
+
+# ---- ProjNorm
+def projnorm_reference(source: str = _S, model: str = _M) -> str:
+    return f"{RESULTS}/projnorm/{source}/{model}/reference.safetensors"
+
+
+def projnorm_result(source: str = _S, model: str = _M, dataset: str = _D) -> str:
+    return f"{RESULTS}/projnorm/{source}/{model}/{dataset}.json"
+
+
+def projnorm_table(source: str = _S, name: str = _N) -> str:
+    """``{name}`` ∈ per_set.csv, correlations.csv, stress.csv, stress_mse.csv, rows.parquet."""
+    return f"{RESULTS}/tables/projnorm/{source}_{name}"
+
+
+def projnorm_scatter(source: str = _S) -> str:
+    return f"{RESULTS}/figures/projnorm/{source}_scatter.png"
+
+
+# ---- aggregation, rankings, report
+def results_table() -> str:
+    return f"{RESULTS}/results.parquet"
+
+
+def selected_configurations() -> str:
+    return f"{RESULTS}/tables/selected_configurations.csv"
+
+
+def rankings_dir() -> str:
+    return f"{RESULTS}/tables/rankings"
+
+
+def ranking_summary() -> str:
+    return f"{rankings_dir()}/summary.csv"
+
+
+def table(name: str) -> str:
+    """A table of the report (``name`` with its extension)."""
+    return f"{RESULTS}/tables/{name}"
+
+
+def figure(name: str) -> str:
+    """A figure of the report (``name`` with its extension)."""
+    return f"{RESULTS}/figures/{name}"
+
+
+def report() -> str:
+    return f"{RESULTS}/report.html"
+
+
+# ---- per-job logs and benchmarks: results/{logs,benchmarks}/{stage}/{job}.{log,tsv}
+def log(stage: str, job: str) -> str:
+    return f"{RESULTS}/logs/{stage}/{job}.log"
+
+
+def benchmark(stage: str, job: str) -> str:
+    return f"{RESULTS}/benchmarks/{stage}/{job}.tsv"
+
+
+#: result files the manifest hashes, as glob patterns relative to the results folder
+MANIFEST_PATTERNS = (
+    "models/**/checkpoint.pt", "models/**/history.csv", "pretrained/*.safetensors", "features/**/*.h5",
+    "csf/**/fit.h5", "scores/**/*.h5", "metrics/**/*.parquet", "results.parquet", "tables/**/*",
+    "data/shifts/**/*.npy", "data/adversarial/**/*.npy", "geometry/**/*.csv", "proximity/**/*",
+    "projnorm/**/*",
+)

@@ -1,0 +1,156 @@
+"""Settings: a config validated against ``config/schema.yaml`` with the schema's defaults filled in.
+
+The schema is the one place that holds a setting's default: every optional key that has one carries a
+``default:``, and :func:`validate_config` writes it into the config, so the rest of the code reads
+``config[section][key]`` and never supplies a fallback of its own.  Cross-references the schema cannot
+express (a source's dataset must be in the catalogue, a CSF name must exist, a resource key must be a
+rule) are checked here too, with errors that name the key path, what was expected and what was found.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+from csfbench.errors import ConfigError
+
+SCHEMA_PATH = Path(__file__).with_name("schema.yaml")  # symlink to config/schema.yaml
+SPLITS = ("train", "val", "test")
+
+
+def load_yaml(path: str | Path) -> Any:
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def _fill_defaults(validator_class):
+    """``validator_class`` whose ``properties`` keyword first writes missing keys' ``default`` values
+    into the instance (the jsonschema documentation's recipe), so nested defaults are filled too."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def properties(validator, properties, instance, schema):
+        if validator.is_type(instance, "object"):
+            for name, subschema in properties.items():
+                if "default" in subschema and name not in instance:
+                    instance[name] = json.loads(json.dumps(subschema["default"]))  # a fresh copy
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties})
+
+
+_Validator = _fill_defaults(jsonschema.Draft202012Validator)
+
+
+def schema() -> dict:
+    return load_yaml(SCHEMA_PATH)
+
+
+def _key_path(error: jsonschema.ValidationError) -> str:
+    return "/".join(str(p) for p in error.absolute_path) or "<top level>"
+
+
+def _describe_expected(error: jsonschema.ValidationError) -> str:
+    validator, value = error.validator, error.validator_value
+    if validator == "required":
+        return f"the keys {value}"
+    if validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        return "only the keys " + (", ".join(allowed) if allowed else "described in the schema")
+    if validator == "enum":
+        return "one of " + ", ".join(repr(v) for v in value)
+    if validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        return f"a number with {validator} {value}"
+    if validator == "type":
+        return f"a value of type {value}"
+    if validator == "oneOf":
+        return "a value matching one of: " + "; ".join(s.get("description", json.dumps(s)) for s in value)
+    return f"{validator} {value!r}"
+
+
+def _found(error: jsonschema.ValidationError) -> Any:
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"unexpected key(s) {extra}"
+    if error.validator == "required":
+        return f"keys {sorted(error.instance)}"
+    return error.instance
+
+
+def validate_config(config: dict, origin: str = "config", rules: Iterable[str] | None = None) -> dict:
+    """Validate ``config`` in place against the schema, fill in the schema's defaults and check
+    cross-references; return it.
+
+    ``origin`` names where the config came from (a file, "snakemake config") in error messages.
+    ``rules``: the workflow's rule names; a ``resources`` key that is not one of them is an error.
+    Raises :class:`ConfigError` naming the key path, what was expected and what was found.
+    """
+    if not isinstance(config, dict):
+        raise ConfigError("<top level>", "a mapping", type(config).__name__, origin)
+    validator = _Validator(schema())
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), _key_path(e)))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors, key=jsonschema.exceptions.relevance)
+        raise ConfigError(_key_path(err), _describe_expected(err), _found(err), origin)
+    _check_references(config, origin)
+    if rules is not None:
+        _check_resource_rules(config["resources"], sorted(rules), origin)
+    return config
+
+
+def _check_references(config: dict, origin: str) -> None:
+    datasets = config["datasets"]
+    for name, src in config["sources"].items():
+        if src["dataset"] not in datasets:
+            raise ConfigError(f"sources/{name}/dataset", f"a dataset of {sorted(datasets)}", src["dataset"], origin)
+        for ood in src["ood"]:
+            if ood not in datasets:
+                raise ConfigError(f"sources/{name}/ood/{ood}", f"a dataset of {sorted(datasets)}", ood, origin)
+            if ood in SPLITS:
+                raise ConfigError(f"sources/{name}/ood/{ood}", f"a name other than {SPLITS}", ood, origin)
+        for backbone in config["backbones"]:
+            if backbone not in src["image_size"]:
+                raise ConfigError(f"sources/{name}/image_size", f"an entry for backbone '{backbone}'",
+                                  src["image_size"], origin)
+        if "dg" in config["backbones"].get("vgg13", {}).get("paradigms", []) and not src.get("dg_rewards"):
+            raise ConfigError(f"sources/{name}/dg_rewards", "a list of rewards (the dg paradigm is enabled)",
+                              None, origin)
+    for backbone, bcfg in config["backbones"].items():
+        training = config["training"].get(backbone)
+        if training is None:
+            raise ConfigError(f"training/{backbone}", "training settings for an enabled backbone", None, origin)
+        for paradigm in bcfg["paradigms"]:
+            if paradigm not in training:
+                raise ConfigError(f"training/{backbone}/{paradigm}", "settings for an enabled paradigm", None, origin)
+    if "pretrain" in config and config["pretrain"]["dataset"] not in datasets:
+        raise ConfigError("pretrain/dataset", f"a dataset of {sorted(datasets)}", config["pretrain"]["dataset"], origin)
+    _check_csf_names(config["csf"], origin)
+
+
+def _check_csf_names(csf: dict, origin: str) -> None:
+    """Every CSF named under ``fixed``, ``search_space`` and ``tuning/budgets`` must exist (or be
+    ``projection``), so that a misspelt name is an error, not a silently ignored setting."""
+    from csfbench.csf.registry import BY_NAME
+
+    known = sorted(BY_NAME) + ["projection"]
+    for key, entries in (("fixed", csf["fixed"]), ("search_space", csf["search_space"]),
+                         ("tuning/budgets", csf["tuning"]["budgets"])):
+        for name in entries:
+            if name not in known:
+                raise ConfigError(f"csf/{key}/{name}", f"a CSF name of {known}", name, origin)
+
+
+def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:
+    for name in resources:
+        if name not in rules:
+            raise ConfigError(f"resources/{name}", f"a rule name of {rules}", name, origin)
+
+
+def load_config(path: str | Path, rules: Iterable[str] | None = None) -> dict:
+    """Read, validate and complete a YAML config file (see :func:`validate_config`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError("<file>", "an existing YAML file", str(path), str(path))
+    return validate_config(load_yaml(path), str(path), rules)

@@ -1,0 +1,86 @@
+"""Jobs of ``rules/csf.smk``: fit every CSF of one (model, fit group), then score and evaluate every
+evaluation set of the model with that fit."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from csfbench.atomic import atomic_path
+from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
+from csfbench.csf.inputs import load_splits
+from csfbench.csf.registry import ModelContext
+from csfbench.csf.store import read_fit, write_fit, write_scores
+from csfbench.evaluation import metric_rows
+from csfbench.features.store import read_features
+from csfbench.provenance import git_commit, package_version, utc_now
+from csfbench.seeds import spec_hash
+from csfbench.specs import EvalSet, ModelSpec
+
+log = logging.getLogger(__name__)
+
+
+def _context(spec: ModelSpec, head: tuple[np.ndarray, np.ndarray], quirks: str) -> ModelContext:
+    c = spec.n_classes
+    weight, bias = (np.asarray(a, dtype=np.float64) for a in head)
+    return ModelContext(c, spec.backbone, spec.paradigm, weight[:c], bias[:c], weight, bias, quirks)
+
+
+def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str | Path, val_h5: str | Path,
+            out_h5: str | Path) -> None:
+    """Fit every CSF variant of one (model, fit group) on train + val into ``fit.h5``.
+
+    ``csf_settings``: the config's ``csf`` section as :func:`csfbench.grid.csf_fit_config` cuts it.
+    """
+    expect = {"model": spec.model, "source": spec.source}
+    arrays, _ = read_features(train_h5, keys=("head/weight", "head/bias"))
+    if "head/weight" not in arrays:
+        raise ValueError(f"{train_h5}: the train feature file has no 'head/weight'")
+    head = (arrays["head/weight"], arrays["head/bias"])
+    quirks = csf_settings["quirks"]
+    tuning = TuningSettings.from_config(csf_settings)
+    train, val = (load_splits(path, spec.modes, expect) for path in (train_h5, val_h5))
+    modes = {mode: fit_mode(fit_group, train[mode], val[mode], _context(spec, head, quirks), tuning)
+             for mode in spec.modes}
+    attrs = {"source": spec.source, "model": spec.model, "group": fit_group, "quirks": quirks,
+             "csf_config": json.dumps(csf_settings, sort_keys=True), "config_hash": spec_hash(spec.to_dict()),
+             "package_version": package_version(), "git_commit": git_commit(), "created": utc_now()}
+    write_fit(out_h5, modes, head, attrs)
+    log.info("%s/%s: wrote %s (%d variants)", spec.model, fit_group, out_h5,
+             sum(len(m.csfs) for m in modes.values()))
+
+
+def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, features: dict[str, str | Path],
+              out_scores: str | Path, out_metrics: str | Path) -> None:
+    """Score every evaluation set of a model with one fit and write one scores file and one metrics file.
+
+    ``features``: {evaluation set name: feature file}.  The ID test set is scored first: the shifted
+    sets' OOD schemes are evaluated against its scores.
+    """
+    fitted, head, fit_attrs = read_fit(fit_h5)
+    if fit_attrs["model"] != spec.model:
+        raise ValueError(f"{fit_h5}: fit of model {fit_attrs['model']!r}, expected {spec.model!r}")
+    ctx = _context(spec, head, str(fit_attrs["quirks"]))
+    ordered = sorted(eval_sets, key=lambda e: e.name != "test")
+    written, rows, reference = {}, [], None
+    for eval_set in ordered:
+        expect = {"model": spec.model, "source": spec.source, "dataset": eval_set.name}
+        splits = load_splits(features[eval_set.name], tuple(fitted), expect)
+        if len(next(iter(splits.values()))) == 0:
+            raise ValueError(f"{features[eval_set.name]}: empty evaluation set {eval_set.name!r}")
+        scores = {mode: score_mode(splits[mode], fm, ctx) for mode, fm in fitted.items()}
+        written[eval_set.name] = (scores, splits, {"dataset": eval_set.name, "shift_type": eval_set.shift_type,
+                                                   "regime": eval_set.regime})
+        own = {mode: {"correct": splits[mode].correct, "scores": scores[mode]} for mode in scores}
+        if eval_set.name == "test":
+            reference = own
+        rows.append(metric_rows(spec, eval_set, own, reference if eval_set.shift_type != "id" else None))
+        log.info("%s/%s/%s: %d metric rows", spec.model, fit_attrs["group"], eval_set.name, len(rows[-1]))
+    attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
+    write_scores(out_scores, {name: written[name] for name in sorted(written)}, attrs)
+    table = pd.concat(rows, ignore_index=True)
+    with atomic_path(out_metrics) as tmp:
+        table.to_parquet(tmp, index=False)

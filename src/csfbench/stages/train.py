@@ -1,0 +1,62 @@
+"""Jobs of ``rules/train.smk``: the demo's ViT pretraining and the training of one model."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from csfbench.atomic import atomic_path
+from csfbench.data.sources import source_split
+from csfbench.errors import ConfigError
+from csfbench.specs import ModelSpec
+from csfbench.training.loop import autocast_dtype, resolve_device, train_model
+
+log = logging.getLogger(__name__)
+
+
+def train(spec: ModelSpec, checkpoint: str | Path, history: str | Path, num_workers: int = 0) -> None:
+    """Train one model (all paradigm stages) with resume support next to the checkpoint."""
+    train_set = source_split(spec.dataset, spec.val_size, "train")
+    val_set = source_split(spec.dataset, spec.val_size, "val")
+    _check_labels(train_set.labels, spec)
+    checkpoint = Path(checkpoint)
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    device = resolve_device()
+    log.info("training %s/%s on %s (autocast %s): %d train, %d val images", spec.source, spec.model, device,
+             autocast_dtype(device), len(train_set), len(val_set))
+    train_model(spec, train_set, val_set, checkpoint, Path(history), checkpoint.with_name("resume.pt"),
+                device=device, num_workers=num_workers)
+
+
+def _check_labels(labels: np.ndarray, spec: ModelSpec) -> None:
+    if len(labels) and (labels.min() < 0 or labels.max() >= spec.n_classes):
+        raise ConfigError(f"sources/{spec.source}/n_classes", f"labels in 0..{spec.n_classes - 1}",
+                          f"labels in {labels.min()}..{labels.max()} in dataset '{spec.dataset.name}'")
+
+
+def pretrain(spec: ModelSpec, out_file: str | Path, history: str | Path) -> None:
+    """Pretrain a timm ViT from scratch (the demo's stand-in for ImageNet-21k weights).
+
+    The result is saved as a timm state dict in safetensors format, loadable through timm's
+    pretrained-file mechanism exactly like downloaded weights.
+    """
+    from safetensors.torch import save_file
+
+    out_file = Path(out_file)
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    # the pretraining set has a single (train) split: its last val_size images monitor the training
+    images = source_split(spec.dataset, spec.val_size, "train")
+    cut = len(images) - spec.val_size
+    train_set, val_set = images.subset(np.arange(cut)), images.subset(np.arange(cut, len(images)))
+    work = out_file.with_name(out_file.stem + ".work")
+    work.mkdir(exist_ok=True)
+    model = train_model(spec, train_set, val_set, work / "checkpoint.pt", Path(history), work / "resume.pt",
+                        device=resolve_device())
+    state = {k.removeprefix("encoder.vit."): v.detach().cpu().contiguous()
+             for k, v in model.state_dict().items() if k.startswith("encoder.vit.")}
+    state.update({f"head.{k}": v.detach().cpu().contiguous() for k, v in model.head.state_dict().items()})
+    with atomic_path(out_file) as tmp:
+        save_file(state, str(tmp))
+    (work / "checkpoint.pt").unlink(missing_ok=True)
+    work.rmdir()
