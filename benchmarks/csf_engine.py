@@ -15,7 +15,7 @@ Engine (VGG-13/DeVries context, 83 variants): per fit group, ``fit_mode`` on tra
 ``score_mode`` on the ID test set and every OOD set.  ``--tuning fixed`` fixes every tunable
 hyper-parameter (values in :data:`FIXED`, KPCA ``n_landmarks`` = ``--n-landmarks``, 2000), so
 nothing is tuned; ``--tuning default`` tunes all of them with the package's default budget
-(``TuningSettings()``: 20 + 80 probes, KPCA RecError 5 + 15, ``csfbench.csf.tuning.DEFAULT_BUDGETS``;
+(20 + 80 probes, KPCA RecError 5 + 15: the ``csf.tuning.budgets`` default of ``config/schema.yaml``;
 ``--init-points/--n-iter`` replace the 20 + 80), ``--tuning paper`` with one budget for everything
 (the paper's 20 + 80, or ``--init-points/--n-iter``).  Whenever some quantity got fewer probes than
 ``--target-init-points + --target-n-iter`` (20 + 80), the run also prints an EXTRAPOLATION to that
@@ -93,10 +93,11 @@ from csfbench.csf.projection import GROUP_VARIANTS
 from csfbench.csf.registry import BY_NAME, ModelContext, variants_for
 from csfbench.csf.subspace_scores import principal_dim, vim_fit, vim_score
 from csfbench.csf.temperature import fit_temperature
-from csfbench.csf.tuning import DEFAULT_BUDGETS
 from csfbench.csf.logit_scores import softmax
+from csfbench.settings import schema_default
 
 GB = 1e9
+DEFAULT_BUDGETS = schema_default("csf/tuning/budgets")
 N_CLASSES, DIM, LATENT = 100, 512, 64
 SIZES = {"train": 50_000, "val": 5_000, "test": 9_000, "ood": 10_000}
 N_OOD_SETS = 8
@@ -604,7 +605,7 @@ def targets(result: dict) -> list[tuple[str, str, str]]:
         else:
             default_budget = (cfg["tuning"] == "default" and cfg["init_points"] == 20 and cfg["n_iter"] == 80
                               and {k: list(v) for k, v in cfg["budgets"].items()}
-                              == {k: list(v) for k, v in DEFAULT_BUDGETS.items()})
+                              == {k: [b["init_points"], b["n_iter"]] for k, b in DEFAULT_BUDGETS.items()})
             lines.append((f"fit + score, all 83 variants, {cfg['tuning']} tuning budget ≤ 30 min", f"{total:.1f} s",
                           verdict(total <= TARGET_DEFAULT_S if full and default_budget else None)))
             if "extrapolation" in eng:
@@ -736,7 +737,8 @@ def main(argv=None) -> int:
     fixed = json.loads(json.dumps(FIXED))
     fixed["KPCA RecError"]["n_landmarks"] = args.n_landmarks
     tuning = {"fixed": TuningSettings(20, 80, 1, fixed, {}),
-              "default": TuningSettings(args.init_points, args.n_iter, 1),
+              "default": TuningSettings(args.init_points, args.n_iter, 1,
+                                        budgets={k: (b["init_points"], b["n_iter"]) for k, b in DEFAULT_BUDGETS.items()}),
               "paper": TuningSettings(args.init_points, args.n_iter, 1, budgets={})}[args.tuning]
     test = splits["test"]
     config = {"date": datetime.date.today().isoformat(),

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/tuning_budget.py [--scale 0.2] [--seeds 0,1] [--budgets 5+15,20+80]
                                                  [--out benchmarks/out/tuning_budget]
 
-``csfbench.csf.tuning.DEFAULT_BUDGETS`` gives KPCA RecError 5 + 15 Bayesian-optimisation probes
+The ``csf.tuning.budgets`` default of ``config/schema.yaml`` gives KPCA RecError 5 + 15 Bayesian-optimisation probes
 instead of the paper's 20 + 80, because each probe decomposes an L×L Nyström problem over every
 training row.  This script measures the cost of that choice on the synthetic features of
 ``benchmarks/csf_engine.py`` shrunk by ``--scale`` (and the landmark range [2000, 5000] with it, so

@@ -100,6 +100,9 @@ def test_report_is_one_self_contained_html_file_with_every_item_captioned(report
         assert entry["data_uri"].startswith("data:"), path  # embedded, not linked
     nc = next(entry for path, entry in results.items() if path.endswith("nc_demo10.csv"))
     assert "Neural-collapse metrics" in nc["caption"] and "demo10" in nc["caption"]
+    # the paper's Figure 2 analogue (rule conover_heatmap) with its caption (report/figure_conover_heatmap.rst)
+    heatmap = next(entry for path, entry in results.items() if path.endswith("conover_heatmap.png"))
+    assert heatmap["mime_type"] == "image/png" and "Conover post-hoc p-values" in heatmap["caption"]
     assert "csfbench: confidence scoring functions" in html  # report/workflow.rst
 
 

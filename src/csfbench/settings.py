@@ -48,6 +48,15 @@ def schema() -> dict:
     return load_yaml(SCHEMA_PATH)
 
 
+def schema_default(key_path: str) -> Any:
+    """The schema's ``default:`` of a key, e.g. ``"csf/tuning/budgets"`` (for tools and benchmarks that
+    build settings without a config file)."""
+    node = schema()
+    for key in key_path.split("/"):
+        node = node["properties"][key]
+    return json.loads(json.dumps(node["default"]))
+
+
 def _key_path(error: jsonschema.ValidationError) -> str:
     return "/".join(str(p) for p in error.absolute_path) or "<top level>"
 

@@ -26,7 +26,7 @@ from csfbench.csf.projection import GROUP_VARIANTS, ClassSubspaces, Pca, class_f
     project, rec_confidence
 from csfbench.csf.registry import BY_NAME, EXPECTED, Csf, ModelContext, bounds, variants_for
 from csfbench.csf.temperature import fit_temperature
-from csfbench.csf.tuning import DEFAULT_BUDGETS, tune
+from csfbench.csf.tuning import tune
 from csfbench.csf.views import View, build_views, variant_logits
 from csfbench.csf.distance_scores import class_means
 from csfbench.metrics import augrc
@@ -39,22 +39,23 @@ class TuningSettings:
     """Search budgets and fixed values from the config's ``csf`` section.
 
     ``init_points`` + ``n_iter`` is the budget of every tuned quantity except those in ``budgets``
-    ({CSF name or "projection": (init_points, n_iter)}; :data:`~csfbench.csf.tuning.DEFAULT_BUDGETS`
-    when the config names none).
+    ({CSF name or "projection": (init_points, n_iter)}); ``seed`` seeds the Bayesian optimisation.
+    The config's defaults are those of ``csf.tuning`` in ``config/schema.yaml``.
     """
 
-    init_points: int = 20
-    n_iter: int = 80
-    seed: int = 1
+    init_points: int
+    n_iter: int
+    seed: int
     fixed: dict = field(default_factory=dict)          # {CSF name or "projection": {param: value}}
     search_space: dict = field(default_factory=dict)   # {CSF name or "projection": {param: [low, high]}}
-    budgets: dict = field(default_factory=lambda: dict(DEFAULT_BUDGETS))
+    budgets: dict = field(default_factory=dict)        # {CSF name or "projection": (init_points, n_iter)}
 
     @classmethod
     def from_config(cls, csf_cfg: dict) -> "TuningSettings":
-        t = csf_cfg.get("tuning", {})
-        return cls(int(t.get("init_points", 20)), int(t.get("n_iter", 80)), int(t.get("seed", 1)),
-                   csf_cfg.get("fixed", {}), csf_cfg.get("search_space", {}), resolved_budgets(t))
+        """From a validated config's ``csf`` section (or its cut :func:`csfbench.grid.csf_fit_config`)."""
+        t = csf_cfg["tuning"]
+        return cls(int(t["init_points"]), int(t["n_iter"]), int(t["seed"]), csf_cfg["fixed"],
+                   csf_cfg["search_space"], resolved_budgets(t))
 
     def budget(self, name: str) -> tuple[int, int]:
         """(init_points, n_iter) of the tuned quantity ``name`` (a CSF name or "projection")."""
@@ -66,9 +67,7 @@ class TuningSettings:
 
 
 def resolved_budgets(tuning_cfg: dict) -> dict[str, tuple[int, int]]:
-    """{name: (init_points, n_iter)} from a config's ``csf.tuning`` (its ``budgets``, else the defaults)."""
-    if "budgets" not in tuning_cfg:
-        return dict(DEFAULT_BUDGETS)
+    """{name: (init_points, n_iter)} from a validated config's ``csf.tuning.budgets``."""
     return {name: (int(b["init_points"]), int(b["n_iter"])) for name, b in tuning_cfg["budgets"].items()}
 
 

@@ -14,12 +14,6 @@ from typing import Callable
 import numpy as np
 
 log = logging.getLogger(__name__)
-#: the search budget (init_points, n_iter) of the tuned quantities that do not use the config's
-#: global budget when the config names no ``budgets``: KPCA RecError's probes each decompose an
-#: L×L Nyström problem over all training rows (L up to 5,000), far costlier than any other probe;
-#: ``benchmarks/tuning_budget.py`` measures what the smaller search loses (docs/benchmarks.md).
-#: ``budgets: {}`` in the config restores one budget for everything.
-DEFAULT_BUDGETS = {"KPCA RecError": (5, 15)}
 WORST = -1.0  # −AUGRC is ≥ −0.5; a failed evaluation is scored below every valid one
 
 
