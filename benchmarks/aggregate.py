@@ -1,4 +1,4 @@
-"""Aggregation at paper scale: results-table merge, V3 selection and every ranking analysis, in one run.
+"""Aggregation at paper scale: results-table merge, model selection and every ranking analysis, in one run.
 
     .venv/bin/python benchmarks/aggregate.py [--config config/paper.yaml] [--scale 1.0] [--no-baseline]
                                              [--out benchmarks/out/aggregate]
@@ -22,7 +22,7 @@ boundary through ``/proc/self/clear_refs``; a process-wide upper bound where tha
 2. ``select``: :func:`csfbench.aggregate.selection.select_configurations` (what the aggregate_results job
    writes: the selected configuration of every cell, from the validation rows);
 3. ``rank``: :func:`csfbench.aggregate.ranking.rank_results`, every analysis of the config (metric group ×
-   backbone × MCD flag × source × regime), including its own V3 selection of the rows it ranks;
+   backbone × MCD flag × source × regime), including its own validation-based selection of the rows it ranks;
 4. ``baseline`` (same run, same table): naive pandas — ``selected_rows`` on the whole table, then the seed
    paper's per-cell style: boolean masks on every selected row, ``pivot_table(aggfunc="mean")``, complete
    blocks, scikit-posthocs' Conover directly and networkx cliques — and a check that it finds the same

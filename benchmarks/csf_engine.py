@@ -4,7 +4,7 @@
                                               [--init-points 20] [--n-iter 80] [--fit-only] [--threads N]
                                               [--no-engine] [--no-baseline] [--out benchmarks/out/csf_engine]
 
-Synthetic model outputs of the issue's size (scale 1): 50,000 train × 512 dims, 100 classes, 5,000
+Synthetic model outputs of the paper's size (scale 1): 50,000 train × 512 dims, 100 classes, 5,000
 validation, 9,000 ID test and 8 OOD sets of 10,000.  Features are ReLU outputs of class-structured
 latent Gaussians (a 64-dim latent space with a decaying spectrum, mapped to 512 dims, plus isotropic
 noise), so PCA subspaces have realistic sizes; the head is the nearest-class-mean linear classifier
@@ -101,7 +101,7 @@ DEFAULT_BUDGETS = schema_default("csf/tuning/budgets")
 N_CLASSES, DIM, LATENT = 100, 512, 64
 SIZES = {"train": 50_000, "val": 5_000, "test": 9_000, "ood": 10_000}
 N_OOD_SETS = 8
-#: fixed hyper-parameters (``--tuning fixed``): inside the spec's search spaces
+#: fixed hyper-parameters (``--tuning fixed``): inside the search spaces of docs/methods.md §3.2
 FIXED = {"projection": {"variance": 0.9},
          "GEN": {"m": 10, "gamma": 0.1},
          "REN": {"m": 10, "gamma": 0.5},

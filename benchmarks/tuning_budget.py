@@ -38,7 +38,7 @@ from csfbench.csf.engine import TuningSettings, fit_mode, score_mode  # noqa: E4
 from csfbench.metrics import augrc, auroc  # noqa: E402
 
 KPCA = "KPCA RecError"
-LANDMARKS = (2000, 5000)  # the spec's n_L range at scale 1
+LANDMARKS = (2000, 5000)  # the n_L search range at scale 1 (docs/methods.md §3.2)
 
 
 def run(scale: float, seed: int, group: str, budget: tuple[int, int]) -> dict:

@@ -130,7 +130,8 @@ rule rc_curves:
 
 
 # Figure 2 analogue: the pairwise Conover p-values of one ranking analysis (figures.heatmap; default the
-# paper's cell: AUGRC, first backbone, non-MCD, first source, ID test set) as a heatmap and a CSV matrix.
+# top-clique map's first column: clique map group, first backbone, non-MCD, first source, ID test set) as a
+# heatmap and a CSV matrix.
 from csfbench.report import figures as report_figures
 
 

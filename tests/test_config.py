@@ -2,9 +2,10 @@ import copy
 
 import pytest
 
-from csfbench.config import (eval_set_spec, iter_models, load_config, model_ids, model_spec, validate_config)
 from csfbench.errors import ConfigError
+from csfbench.grid import csf_fit_config, eval_set_spec, iter_models, model_ids, model_spec
 from csfbench.ids import MODEL_PATTERN, ModelId
+from csfbench.settings import load_config, schema_default, validate_config
 
 
 @pytest.fixture(scope="module")
@@ -34,25 +35,25 @@ def test_paper_table1_regimes(paper):
 
 def test_paper_hyperparameters(paper):
     vit10 = model_spec(paper, "cifar10", "vit_ce_do0_rew0_run1")
-    assert vit10["optim"]["lr"] == 3e-4 and model_spec(paper, "cifar10", "vit_ce_do1_rew0_run1")["optim"]["lr"] == 1e-2
+    assert vit10.optim["lr"] == 3e-4 and model_spec(paper, "cifar10", "vit_ce_do1_rew0_run1").optim["lr"] == 1e-2
     sc = model_spec(paper, "supercifar100", "vit_ce_do1_rew0_run2")
-    assert sc["optim"]["lr"] == 1e-3 and sc["optim"]["batch_size"] == 512 and sc["n_classes"] == 19
-    assert sc["image_size"] == 384 and sc["mcd_samples"] == 0
+    assert sc.optim["lr"] == 1e-3 and sc.optim["batch_size"] == 512 and sc.n_classes == 19
+    assert sc.image_size == 384 and sc.mcd_samples == 0
     dg = model_spec(paper, "tinyimagenet", "vgg13_dg_do1_rew12_run3")
-    assert dg["image_size"] == 64 and dg["mcd_samples"] == 50 and dg["paradigm_params"]["pretrain_epochs"] == 100
-    assert dg["optim"]["lr"] == 0.1 and dg["optim"]["weight_decay"] == 5e-4
+    assert dg.image_size == 64 and dg.mcd_samples == 50 and dg.paradigm_params["pretrain_epochs"] == 100
+    assert dg.optim["lr"] == 0.1 and dg.optim["weight_decay"] == 5e-4
 
 
 def test_seeds_differ_per_model_and_are_stable(demo):
-    seeds = [model_spec(demo, s, m)["seed"] for s, m in iter_models(demo)]
+    seeds = [model_spec(demo, s, m).seed for s, m in iter_models(demo)]
     assert len(set(seeds)) == len(seeds)
-    assert seeds == [model_spec(demo, s, m)["seed"] for s, m in iter_models(demo)]
+    assert seeds == [model_spec(demo, s, m).seed for s, m in iter_models(demo)]
 
 
 def test_eval_sets(demo):
-    assert eval_set_spec(demo, "demo10", "test")["shift_type"] == "id"
+    assert eval_set_spec(demo, "demo10", "test").shift_type == "id"
     near = eval_set_spec(demo, "demo10", "near")
-    assert near["shift_type"] == "semantic" and near["regime"] == "near" and near["dataset"]["format"] == "npy"
+    assert near.shift_type == "semantic" and near.regime == "near" and near.dataset.format == "npy"
 
 
 @pytest.mark.parametrize("text", ["vgg13_dg_do1_rew2.2_run3", "vit_ce_do0_rew0_run1", "vgg13_devries_do0_rew0_run5"])
@@ -122,18 +123,20 @@ def test_missing_config_file(tmp_path):
 def test_fit_params_carry_the_resolved_budgets_of_the_group_only(demo):
     """A fit's Snakemake params hold the budgets of its own tuned quantities, with the defaults
     written out: spelling out a default changes nothing, another group's budget reruns nothing."""
-    from csfbench.config import csf_fit_config
-    from csfbench.csf.tuning import DEFAULT_BUDGETS
-
     config = copy.deepcopy(demo)
     config["csf"]["tuning"].pop("budgets", None)
-    (init_points, n_iter), = DEFAULT_BUDGETS.values()
-    defaults = {name: {"init_points": b[0], "n_iter": b[1]} for name, b in DEFAULT_BUDGETS.items()}
+    validate_config(config)  # fills in the schema's default budgets
+    schema_budgets = schema_default("csf/tuning/budgets")
+    (default,) = schema_budgets.values()
+    init_points, n_iter = default["init_points"], default["n_iter"]
+    defaults = {name: {"init_points": b["init_points"], "n_iter": b["n_iter"]} for name, b in schema_budgets.items()}
     assert csf_fit_config(config, "global")["tuning"]["budgets"] == defaults
     assert csf_fit_config(config, "none")["tuning"]["budgets"] == {}  # KPCA has no `none` variant
     spelled = copy.deepcopy(config)
-    spelled["csf"]["tuning"]["budgets"] = dict(defaults)
+    spelled["csf"]["tuning"]["budgets"] = copy.deepcopy(defaults)
+    validate_config(spelled)
     assert csf_fit_config(spelled, "class") == csf_fit_config(config, "class")
     spelled["csf"]["tuning"]["budgets"]["KPCA RecError"] = {"init_points": init_points, "n_iter": n_iter + 1}
+    validate_config(spelled)
     assert csf_fit_config(spelled, "none") == csf_fit_config(config, "none")
     assert csf_fit_config(spelled, "class") != csf_fit_config(config, "class")

@@ -8,23 +8,32 @@ import pytest
 from csf_synthetic import make_splits
 
 from csfbench.csf.registry import variants_for
+from csfbench.csf.store import read_scores
 from csfbench.errors import FeatureFileError
 from csfbench.evaluation import COLUMNS, metric_rows
 from csfbench.features.store import FeatureWriter
-from csfbench.jobs import fit_csf, score_and_evaluate
+from csfbench.settings import schema_default
+from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
+from csfbench.stages.csf import fit_csf, score_csf
 
 MODEL = "vgg13_devries_do1_rew0_run1"
-SPEC = {"source": "syn", "model": MODEL, "backbone": "vgg13", "paradigm": "devries", "dropout": 1, "reward": 0.0,
-        "run": 1, "n_classes": 5, "mcd_samples": 3}
-CSF_CFG = {"groups": ["none", "global", "class"], "quirks": "strict", "tuning": {"init_points": 2, "n_iter": 1},
-           "search_space": {"KPCA RecError": {"n_landmarks": [40, 80]}}}
-SETS = {"val": {"name": "val", "shift_type": "id", "regime": "val"},
-        "test": {"name": "test", "shift_type": "id", "regime": "test"},
-        "ood": {"name": "ood", "shift_type": "semantic", "regime": "far"}}
+SPEC = ModelSpec(source="syn", model=MODEL, backbone="vgg13", paradigm="devries", dropout=1, reward=0.0, run=1,
+                 seed=0, n_classes=5, image_size=32, normalize={"mean": [0.5] * 3, "std": [0.25] * 3},
+                 arch={"width": 0.125}, mcd_samples=3, optim={}, paradigm_params={},
+                 dataset=DatasetSpec("syn", "npy", "unused"), val_size=400)
+GROUPS = ["none", "global", "class"]
+# the complete csf settings of a fit (as grid.csf_fit_config cuts them; the budgets are the schema's default)
+CSF_CFG = {"quirks": "strict", "tuning": {"init_points": 2, "n_iter": 1, "seed": 1,
+                                          "budgets": schema_default("csf/tuning/budgets")},
+           "fixed": {}, "search_space": {"KPCA RecError": {"n_landmarks": [40, 80]}}}
+SETS = {"val": EvalSet("val", "id", "val"),
+        "test": EvalSet("test", "id", "test"),
+        "ood": EvalSet("ood", "semantic", "far", DatasetSpec("ood", "npy", "unused"))}
 
 
 def write_feature_file(path, split, ctx, model=MODEL, passes=3):
-    attrs = {**{k: SPEC[k] for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}, "model": model,
+    attrs = {**{k: getattr(SPEC, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")},
+             "model": model,
              "dataset": split.dataset, "split": "test", "n_classes": ctx.n_classes, "feature_dim": ctx.weight.shape[1],
              "seed": 0, "image_size": 32, "package_version": "0", "git_commit": "x", "config_hash": "h",
              "created": "now", "mcd_samples": passes, "shift_type": "semantic" if split.dataset == "ood" else "id"}
@@ -53,19 +62,24 @@ def _run_group(features, root, group):
     files, _ = features
     fit = root / group / "fit.h5"
     fit_csf(SPEC, CSF_CFG, group, files["train"], files["val"], fit)
+    names = ("val", "test", "ood")
+    # one scoring job per (model, fit group): every evaluation set into one scores and one metrics file
+    score_csf(SPEC, [SETS[name] for name in names], fit, {name: files[name] for name in names},
+              root / group / "scores.h5", root / group / "metrics.parquet")
+    table = pd.read_parquet(root / group / "metrics.parquet")
+    assert set(table["dataset"]) == set(names)
     out = {}
-    for name in ("val", "test", "ood"):
-        ref = root / group / "test_scores.h5" if name == "ood" else None
-        score_and_evaluate(SPEC, SETS[name], fit, files[name], root / group / f"{name}_scores.h5",
-                           root / group / f"{name}.parquet", ref)
-        out[name] = pd.read_parquet(root / group / f"{name}.parquet")
+    for name in names:
+        scores, attrs = read_scores(root / group / "scores.h5", name)
+        assert attrs["dataset"] == name and set(scores) == {"det", "mcd"}
+        out[name] = table[table["dataset"] == name].reset_index(drop=True)
     return fit, out
 
 
 def test_jobs_write_fit_scores_and_metric_rows_for_every_variant(features):
     files, root = features
     total = set()
-    for group in CSF_CFG["groups"]:
+    for group in GROUPS:
         fit, rows = _run_group(features, root, group)
         with h5py.File(fit, "r") as fh:
             assert set(fh) == {"det", "mcd", "head"} and fh.attrs["model"] == MODEL

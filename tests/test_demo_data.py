@@ -1,6 +1,7 @@
 """The embedded demo data generator: layout, determinism, labels, prototypes and variation."""
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -8,15 +9,16 @@ import pytest
 
 from csfbench.data.demo import (
     DATASETS,
-    DEFAULT_SPEC,
     SHIFTED,
     SPLITS,
     TEXTURES,
     demo_prototypes,
     generate_demo,
-    resolve_spec,
 )
 from csfbench.errors import ConfigError
+from csfbench.settings import load_yaml, validate_config
+
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 
 SMALL = {
     "demo10": {"n_train": 200, "n_test": 30},
@@ -27,6 +29,22 @@ SMALL = {
     "noise": {"n_ood": 20},
     "pretrain": {"n_train": 40},
 }
+
+
+def _config(spec: dict | None) -> dict:
+    """config/config.yaml with its ``demo.spec`` replaced by ``spec`` (removed if None), unvalidated."""
+    config = load_yaml(CONFIG)
+    if spec is None:
+        del config["demo"]["spec"]
+    else:
+        config["demo"]["spec"] = copy.deepcopy(spec)
+    return config
+
+
+def _full_spec(spec: dict | None = None) -> dict:
+    """The complete demo spec the workflow passes to the generator: ``spec`` validated and completed
+    with the schema's defaults (the default spec if None)."""
+    return validate_config(_config(spec))["demo"]["spec"]
 
 
 def _arrays(root: Path) -> dict[tuple[str, str, str], np.ndarray]:
@@ -41,7 +59,7 @@ def _arrays(root: Path) -> dict[tuple[str, str, str], np.ndarray]:
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("demo_seed0")
-    return root, generate_demo(root, 0, SMALL, threads=1)
+    return root, generate_demo(root, 0, _full_spec(SMALL), threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +69,7 @@ def arrays(generated) -> dict:
 
 def test_same_seed_gives_identical_bytes_whatever_the_threads(generated, tmp_path):
     root, _ = generated
-    generate_demo(tmp_path, 0, SMALL, threads=3)
+    generate_demo(tmp_path, 0, _full_spec(SMALL), threads=3)
     for name, split in SPLITS:
         for file in ("images.npy", "labels.npy"):
             first, second = root / name / split / file, tmp_path / name / split / file
@@ -59,7 +77,7 @@ def test_same_seed_gives_identical_bytes_whatever_the_threads(generated, tmp_pat
 
 
 def test_different_seed_gives_different_images(arrays, tmp_path):
-    generate_demo(tmp_path, 1, SMALL)
+    generate_demo(tmp_path, 1, _full_spec(SMALL))
     other = _arrays(tmp_path)
     for name, split in SPLITS:
         assert not np.array_equal(arrays[name, split, "images"], other[name, split, "images"]), name
@@ -67,7 +85,7 @@ def test_different_seed_gives_different_images(arrays, tmp_path):
 
 def test_layout_shapes_and_dtypes(generated, arrays):
     root, summary = generated
-    spec = resolve_spec(SMALL)
+    spec = _full_spec(SMALL)
     for name, split in SPLITS:
         n = spec[name]["n_ood" if name in SHIFTED else f"n_{split}"]
         images, labels = arrays[name, split, "images"], arrays[name, split, "labels"]
@@ -92,7 +110,7 @@ def test_interrupted_write_leaves_no_complete_looking_file(tmp_path, monkeypatch
 
     monkeypatch.setattr(np, "save", crash)
     with pytest.raises(KeyboardInterrupt):
-        generate_demo(tmp_path, 0, SMALL)
+        generate_demo(tmp_path, 0, _full_spec(SMALL))
     assert not list(tmp_path.rglob("*.npy"))
 
 
@@ -114,7 +132,7 @@ def test_shifted_sets_have_no_labels(arrays, generated):
 
 
 def test_prototypes_are_disjoint_between_sets():
-    protos = demo_prototypes(0)
+    protos = demo_prototypes(0, _full_spec())
     assert {name: len(p) for name, p in protos.items()} == {"demo10": 10, "demo40": 40, "near": 10, "pretrain": 20}
     ids = [p.pid for plist in protos.values() for p in plist]
     assert len(ids) == len(set(ids))
@@ -125,8 +143,9 @@ def test_prototypes_are_disjoint_between_sets():
 
 def test_every_class_differs_visibly_from_its_sibling():
     """Pairs (2k, 2k+1) are confusable by design but must differ in something that is rendered."""
+    spec = _full_spec()
     for seed in range(3):
-        protos = demo_prototypes(seed)
+        protos = demo_prototypes(seed, spec)
         for family in (protos["demo10"] + protos["demo40"] + protos["near"], protos["pretrain"]):
             for base, sibling in zip(family[0::2], family[1::2]):
                 texture = (base.texture_freq, base.texture_angle) != (sibling.texture_freq, sibling.texture_angle)
@@ -154,26 +173,43 @@ def test_digits_match_the_sources_colour_statistics(arrays):
 
 
 def test_default_sizes():
-    spec = resolve_spec(None)
+    """Without a ``spec`` the schema's defaults give the full sizes (exact values: test_demo_settings.py)."""
+    spec = _full_spec()
     assert spec["image_size"] == 32
     assert all(spec[name]["n_ood"] >= 500 for name in SHIFTED)
     assert (spec["demo10"]["n_classes"], spec["demo40"]["n_classes"]) == (10, 40)
     assert spec["demo10"]["n_train"] >= 4000 and spec["demo40"]["n_train"] >= 6000
-    assert spec == DEFAULT_SPEC
+    assert spec == _full_spec({})
 
 
 def test_image_size_is_a_parameter(tmp_path):
-    tiny = {name: {key: 4 for key in DEFAULT_SPEC[name] if key != "n_classes"} for name in DATASETS}
-    generate_demo(tmp_path, 0, {**tiny, "image_size": 16})
+    default = _full_spec()
+    tiny = {name: {key: 4 for key in default[name] if key != "n_classes"} for name in DATASETS}
+    generate_demo(tmp_path, 0, _full_spec({**tiny, "image_size": 16}))
     for name, split in SPLITS:
         assert np.load(tmp_path / name / split / "images.npy").shape == (4, 16, 16, 3)
 
 
 @pytest.mark.parametrize(
-    "spec",
-    [{"demo10": {"n_trian": 5}}, {"colour": 1}, {"digits": {"n_ood": -1}}, {"near": {"n_classes": 0}},
-     {"variation": {"sibling_shift": 2.0}}],
+    "spec, key_path, expected, found",
+    [({"demo10": {"n_trian": 5}}, "demo/spec/demo10", "n_train", "n_trian"),
+     ({"colour": 1}, "demo/spec", "image_size", "colour"),
+     ({"digits": {"n_ood": -1}}, "demo/spec/digits/n_ood", "minimum 0", "-1"),
+     ({"near": {"n_classes": 0}}, "demo/spec/near/n_classes", "minimum 1", "0"),
+     ({"variation": {"sibling_shift": 2.0}}, "demo/spec/variation/sibling_shift", "maximum 0.5", "2.0")],
 )
-def test_bad_spec_raises(spec):
-    with pytest.raises(ConfigError):
-        resolve_spec(spec)
+def test_bad_spec_raises(spec, key_path, expected, found):
+    """A bad demo spec fails when the config is validated (before the DAG is built), naming the key."""
+    with pytest.raises(ConfigError) as info:
+        validate_config(_config(spec))
+    assert info.value.key_path == key_path
+    assert expected in info.value.expected
+    assert found in str(info.value.found)
+
+
+def test_too_many_classes_for_the_shape_world_raise():
+    """The class count is bounded by the distinct prototype combinations, across demo10, demo40 and near."""
+    spec = _full_spec({"demo40": {"n_classes": 150}, "near": {"n_classes": 100}})
+    with pytest.raises(ConfigError, match="n_classes") as info:
+        demo_prototypes(0, spec)
+    assert info.value.found == 260

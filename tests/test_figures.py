@@ -241,17 +241,19 @@ def _demo_config(**heatmap) -> dict:
     return validate_config(config)
 
 
-def test_heatmap_analysis_defaults_to_the_papers_figure_2_cell():
+def test_heatmap_analysis_defaults_to_the_first_column_of_the_top_clique_map():
     config = _demo_config()
-    # schema default: the paper's cell (AUGRC, first backbone, non-MCD, first source, ID test set)
-    assert config["figures"]["heatmap"] == {"group": "augrc", "backbone": None, "mcd": False, "source": None,
+    # schema default: clique map group, first backbone, non-MCD, first source, ID test set
+    assert config["figures"]["heatmap"] == {"group": None, "backbone": None, "mcd": False, "source": None,
                                             "regime": "test"}
     first_backbone, first_source = next(iter(config["backbones"])), next(iter(config["sources"]))
-    assert heatmap_analysis(config) == Analysis("augrc", first_backbone, False, first_source, "test")
-    assert heatmap_input(config) == f"results/tables/rankings/augrc/{first_backbone}_det_{first_source}_test.json"
-    chosen = _demo_config(group="rc", backbone="vgg13", mcd=True, source="demo40", regime="near")
-    assert heatmap_analysis(chosen).name == "rc/vgg13_mcd_demo40_near"
-    with pytest.raises(ValueError, match=r"figures.heatmap: the config ranks no analysis augrc/vit_mcd_"):
+    assert heatmap_analysis(config) == Analysis("rc", first_backbone, False, first_source, "test")
+    assert heatmap_input(config) == f"results/tables/rankings/rc/{first_backbone}_det_{first_source}_test.json"
+    # the paper's Figure 2 cell: AUGRC alone
+    assert heatmap_analysis(_demo_config(group="augrc")).name == f"augrc/{first_backbone}_det_{first_source}_test"
+    chosen = _demo_config(group="aurc", backbone="vgg13", mcd=True, source="demo40", regime="near")
+    assert heatmap_analysis(chosen).name == "aurc/vgg13_mcd_demo40_near"
+    with pytest.raises(ValueError, match=r"figures.heatmap: the config ranks no analysis rc/vit_mcd_"):
         heatmap_analysis(_demo_config(backbone="vit", mcd=True))  # the demo ViT has no MC-dropout models
     with pytest.raises(ValueError, match="figures.heatmap: the config ranks no analysis nope/"):
         heatmap_analysis(_demo_config(group="nope"))

@@ -12,17 +12,21 @@ import pytest
 from csfbench.csf.engine import FittedCsf, FittedMode
 from csfbench.csf.projection import ClassSubspaces, Pca, class_fit_data
 from csfbench.csf.store import write_fit
-from csfbench.geometry.nc_records import RECORD_COLUMNS, model_nc_records, nc_table, write_model_nc, write_nc_table
+from csfbench.geometry.nc_records import RECORD_COLUMNS, model_nc_records, nc_table
 from csfbench.geometry.neural_collapse import METRICS, REGIMES, nc_metrics
 from csfbench.proximity.distances import ood_distances
-from csfbench.proximity.stratification import read_embeddings, resolve_regimes, write_stratification
+from csfbench.proximity.stratification import read_embeddings, resolve_regimes
+from csfbench.specs import DatasetSpec, ModelSpec
+from csfbench.stages.geometry import write_model_nc, write_nc_table
+from csfbench.stages.proximity import write_stratification
 
 C, D = 4, 6
 
 
 def _spec(model="vgg13_dg_do1_rew2.2_run1", run=1, paradigm="dg"):
-    return {"source": "s", "model": model, "backbone": "vgg13", "paradigm": paradigm, "dropout": 1,
-            "reward": 2.2, "run": run, "n_classes": C}
+    return ModelSpec(source="s", model=model, backbone="vgg13", paradigm=paradigm, dropout=1, reward=2.2, run=run,
+                     seed=0, n_classes=C, image_size=32, normalize={}, arch={}, mcd_samples=0, optim={},
+                     paradigm_params={}, dataset=DatasetSpec("s", "npy", "unused"), val_size=1)
 
 
 def _etf(scale=3.0):
@@ -109,7 +113,7 @@ def test_nc_table_averages_runs_and_paradigms_per_backbone_dropout_and_regime(tm
     paths = []
     for i, (run, paradigm, value) in enumerate(((1, "dg", 1.0), (2, "dg", 2.0), (1, "devries", 6.0))):
         spec = _spec(model=f"m{i}", run=run, paradigm=paradigm)
-        rows = [{**{k: spec[k] for k in RECORD_COLUMNS[:7]}, "regime": r, "metric": m,
+        rows = [{**{k: getattr(spec, k) for k in RECORD_COLUMNS[:7]}, "regime": r, "metric": m,
                  "value": value * (1 + REGIMES.index(r))} for r in REGIMES for m in METRICS]
         paths.append(tmp_path / f"m{i}.csv")
         pd.DataFrame(rows).to_csv(paths[-1], index=False)
@@ -205,7 +209,7 @@ def _npy_dataset(root, name, n, labels=True, seed=0):
         folder.mkdir(parents=True)
         np.save(folder / "images.npy", rng.integers(0, 256, (n, 32, 32, 3), dtype=np.uint8))
         np.save(folder / "labels.npy", (np.arange(n) % 3) if labels else np.full(n, -1))
-    return {"name": name, "format": "npy", "path": str(root / name), "split": "test", "options": {}}
+    return DatasetSpec(name, "npy", str(root / name), "test", {})
 
 
 def test_embedding_with_a_timm_weights_file_matches_the_timm_model(tmp_path):
@@ -213,7 +217,7 @@ def test_embedding_with_a_timm_weights_file_matches_the_timm_model(tmp_path):
     from safetensors.torch import save_file
 
     from csfbench.models.vit import timm  # imported after the CPU-torch torchvision fix
-    from csfbench.proximity.stratification import embed_source_sets
+    from csfbench.stages.proximity import embed_source_sets
 
     arch = {"timm_name": "vit_tiny_patch16_224", "patch_size": 8, "depth": 1}
     torch.manual_seed(0)
@@ -272,7 +276,7 @@ def test_open_clip_encoder_embeds_images_and_prompt_ensembles_like_open_clip(tin
     from PIL import Image
 
     from csfbench.proximity.encoders import TEMPLATES, build_encoder
-    from csfbench.proximity.stratification import embed_source_sets
+    from csfbench.stages.proximity import embed_source_sets
 
     open_clip, encoder_cfg = tiny_clip
     cfg = {**encoder_cfg, "class_names": {"s": ["sea_lion", "oak", "car"]}}

@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from csfbench.config import iter_models, load_config
+from csfbench.grid import iter_models
+from csfbench.settings import load_config
 from csfbench.geometry.neural_collapse import METRICS, REGIMES
 from micro_run import MICRO, finished_micro_run
 

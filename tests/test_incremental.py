@@ -10,7 +10,7 @@ from workflow_runs import scheduled_jobs, write_config
 
 pytestmark = pytest.mark.workflow
 UPSTREAM = ("demo_data", "index_dataset", "train", "extract_features")  # never rerun by a CSF setting
-N_SCORED = 4  # val, test, near, noise
+N_MODELS = 1  # the core config's model: one score_csf job per fit group scores val, test, near and noise
 
 
 def _changed(config_path, tmp_path, change):
@@ -24,7 +24,7 @@ def downstream_of_fits(reference):
     """What a refit of every group schedules beyond the fits and scores (aggregation, rankings, figures)."""
     work, config = reference
     jobs = scheduled_jobs(work, config, "--forcerun", "fit_csf")
-    assert jobs.pop("fit_csf") == 3 and jobs.pop("score_and_evaluate") == 3 * N_SCORED
+    assert jobs.pop("fit_csf") == 3 and jobs.pop("score_csf") == 3 * N_MODELS
     assert jobs["aggregate_results"] == 1 and all(rule not in jobs for rule in UPSTREAM)
     return jobs
 
@@ -40,8 +40,8 @@ def test_a_csf_hyperparameter_reruns_only_its_fits_scores_metrics_and_aggregatio
     work, config = reference
     jobs = scheduled_jobs(work, _changed(config, tmp_path, change))
     assert all(rule not in jobs for rule in UPSTREAM), jobs  # no training, no feature extraction
-    # one fit per affected group; its scores and metric rows for every scored set; then the aggregation
-    assert jobs.pop("fit_csf") == groups and jobs.pop("score_and_evaluate") == groups * N_SCORED
+    # one fit per affected group; its scoring job (scores and metric rows of every scored set); then the aggregation
+    assert jobs.pop("fit_csf") == groups and jobs.pop("score_csf") == groups * N_MODELS
     assert jobs["aggregate_results"] == 1 and set(jobs) <= set(downstream_of_fits)
     if groups == 3:  # every group refitted: the same as a forced refit of all fits
         assert jobs == downstream_of_fits

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from conftest import venv_bin
+from csfbench import paths
 from csfbench.manifest import build_manifest, file_digest
 from workflow_runs import MODEL, SOURCE, snakemake
 
@@ -29,9 +30,10 @@ def test_two_clean_runs_give_identical_manifests(reference, tmp_path):
     assert first == second
     kinds = pd.Series({path: entry["hash"] for path, entry in first["files"].items()})
     folders = pd.Series([path.split("/")[0] for path in kinds.index]).value_counts().to_dict()
-    # checkpoint + history, 5 feature files, 3 fits, 12 score and 12 metric files, results table, tables
+    # checkpoint + history, 5 feature files, 3 fits, 3 score and 3 metric files (one per fit group, covering
+    # every scored set), results table, tables
     assert {k: folders[k] for k in ("models", "features", "csf", "scores", "metrics")} == {
-        "models": 2, "features": 5, "csf": 3, "scores": 12, "metrics": 12}
+        "models": 2, "features": 5, "csf": 3, "scores": 3, "metrics": 3}
     assert "results.parquet" in kinds and "tables/selected_configurations.csv" in kinds
     assert kinds[kinds.index.str.endswith(".h5")].eq("hdf5-content").all()
     assert kinds[f"models/{SOURCE}/{MODEL}/checkpoint.pt"] == "torch-tensors"
@@ -54,7 +56,7 @@ def test_verify_names_a_tampered_or_missing_file(reference, tmp_path):
     features = results / f"features/{SOURCE}/{MODEL}/test.h5"
     with h5py.File(features, "r+") as fh:
         fh["logits"][3, 1] = np.nextafter(fh["logits"][3, 1], np.float32(np.inf))  # one ulp of one logit
-    metrics = results / f"metrics/{SOURCE}/{MODEL}/none/val.parquet"
+    metrics = tmp_path / paths.metrics(SOURCE, MODEL, "none")  # the `none` group's metric rows of every set
     metrics.unlink()
     proc = _csfbench("verify", "--results", results, "--manifest", manifest)
     assert proc.returncode == 1

@@ -1,13 +1,27 @@
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
 
 from csfbench.models import build_model, load_checkpoint
 from csfbench.models.vgg import VGG13Encoder
+from csfbench.settings import schema_default
+from csfbench.specs import DatasetSpec, ModelSpec
 
-SPEC = dict(source="s", model="m", backbone="vgg13", dropout=0, reward=0.0, run=1, seed=0, n_classes=5,
-            image_size=32, normalize=dict(mean=[0.5] * 3, std=[0.25] * 3), arch=dict(width=0.125),
-            mcd_samples=0, optim={}, paradigm_params={})
+SPEC = ModelSpec(source="s", model="m", backbone="vgg13", paradigm="dg", dropout=0, reward=0.0, run=1, seed=0,
+                 n_classes=5, image_size=32, normalize=dict(mean=[0.5] * 3, std=[0.25] * 3), arch=dict(width=0.125),
+                 mcd_samples=0, optim={}, paradigm_params={}, dataset=DatasetSpec("s", "npy", "unused"), val_size=1)
+# the confidence head's settings as validate_config fills them in (the schema's defaults)
+CONFIDNET_PARAMS = {key: schema_default(f"training/vgg13/confidnet/{key}") for key in ("head_hidden", "head_layers")}
+
+
+def _spec(**changes) -> ModelSpec:
+    """SPEC with ``changes``; a ConfidNet spec carries its head settings."""
+    spec = dataclasses.replace(SPEC, **changes)
+    if spec.paradigm == "confidnet" and "paradigm_params" not in changes:
+        spec = dataclasses.replace(spec, paradigm_params=dict(CONFIDNET_PARAMS))
+    return spec
 
 
 def test_vgg13_full_width_matches_the_paper_architecture():
@@ -32,7 +46,7 @@ def test_vgg13_dropout_variant_and_64px_inputs():
 @pytest.mark.parametrize("paradigm, n_out, has_conf", [("confidnet", 5, True), ("devries", 5, True),
                                                        ("dg", 6, True)])
 def test_classifier_outputs(paradigm, n_out, has_conf):
-    model = build_model(dict(SPEC, paradigm=paradigm)).eval()
+    model = build_model(_spec(paradigm=paradigm)).eval()
     out = model(torch.randn(3, 3, 32, 32))
     assert out.logits.shape == (3, n_out) and out.features.shape == (3, 64)
     assert out.confidence.shape == (3,) and bool(((out.confidence >= 0) & (out.confidence <= 1)).all())
@@ -42,7 +56,7 @@ def test_classifier_outputs(paradigm, n_out, has_conf):
 
 
 def test_mc_dropout_switches_only_dropout_layers():
-    model = build_model(dict(SPEC, paradigm="devries", dropout=1)).eval()
+    model = build_model(_spec(paradigm="devries", dropout=1)).eval()
     model.set_mc_dropout(True)
     assert all(m.training for m in model.modules() if isinstance(m, nn.Dropout))
     assert not any(m.training for m in model.modules() if isinstance(m, nn.BatchNorm2d))
@@ -82,20 +96,20 @@ def _pretrained_file(tmp_path, n_classes):
 
 def test_vit_finetune_loads_pretrained_weights_through_timm(tmp_path):
     vit, path = _pretrained_file(tmp_path, n_classes=7)
-    spec = dict(SPEC, backbone="vit", paradigm="ce", arch=VIT_ARCH, n_classes=5, image_size=32,
+    spec = _spec(backbone="vit", paradigm="ce", arch=VIT_ARCH, n_classes=5, image_size=32,
                 pretrained=dict(file=str(path), num_classes=7))
     model = build_model(spec)
     assert torch.equal(model.encoder.vit.patch_embed.proj.weight, vit.patch_embed.proj.weight)
     assert torch.equal(model.encoder.vit.blocks[1].mlp.fc2.weight, vit.blocks[1].mlp.fc2.weight)
     assert model.head.out_features == 5  # a new head for the new classes
-    same = build_model(dict(spec, n_classes=7))
+    same = build_model(dataclasses.replace(spec, n_classes=7))
     assert torch.equal(same.head.weight, vit.head.weight)  # kept when the class counts agree
     assert model(torch.randn(2, 3, 32, 32)).features.shape == (2, 192)
 
 
 def test_vit_upsampled_resolution_resamples_position_embedding(tmp_path):
     vit, path = _pretrained_file(tmp_path, n_classes=7)
-    spec = dict(SPEC, backbone="vit", paradigm="ce", arch=VIT_ARCH, image_size=64,
+    spec = _spec(backbone="vit", paradigm="ce", arch=VIT_ARCH, image_size=64,
                 pretrained=dict(file=str(path), num_classes=7))
     model = build_model(spec)
     assert model.encoder.vit.pos_embed.shape[1] == 1 + 8 * 8
@@ -103,14 +117,14 @@ def test_vit_upsampled_resolution_resamples_position_embedding(tmp_path):
 
 
 def test_vit_missing_pretrained_file_is_named(tmp_path):
-    spec = dict(SPEC, backbone="vit", paradigm="ce", arch=VIT_ARCH,
+    spec = _spec(backbone="vit", paradigm="ce", arch=VIT_ARCH,
                 pretrained=dict(file=str(tmp_path / "none.pth"), num_classes=7))
     with pytest.raises(FileNotFoundError, match="none.pth"):
         build_model(spec)
 
 
 def test_checkpoint_is_weights_only(tmp_path):
-    spec = dict(SPEC, paradigm="confidnet", dropout=1)
+    spec = _spec(paradigm="confidnet", dropout=1)
     model = build_model(spec)
     torch.save(model.state_dict(), tmp_path / "c.pt")
     loaded = load_checkpoint(spec, tmp_path / "c.pt")

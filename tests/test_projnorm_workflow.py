@@ -6,17 +6,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from csfbench import config as cfg
+from csfbench import grid, paths
 from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
+from csfbench.settings import load_config
 from micro_run import MICRO, finished_micro_run, snakemake
 
 pytestmark = pytest.mark.workflow
 SOURCE, MODEL = "demo10", "vgg13_dg_do1_rew2.2_run1"
 TARGETS = [f"results/tables/projnorm/{SOURCE}_{name}" for name in ("correlations.csv", "stress.csv")] + [
     f"results/figures/projnorm/{SOURCE}_scatter.png",
-    f"results/metrics/{SOURCE}/{MODEL}/none/pgd-eps8.parquet",
-    f"results/metrics/{SOURCE}/{MODEL}/none/corrupt-contrast-5.parquet",
+    paths.metrics(SOURCE, MODEL, "none"),  # the `none` group's rows of every set, pgd-eps8 and corrupt-contrast-5 too
+    paths.scores(SOURCE, MODEL, "none"),
 ]
 
 
@@ -27,7 +28,7 @@ def study(tmp_path_factory):
 
 
 def test_generated_sets_are_datasets_of_the_study_model(study):
-    config = cfg.load_config(MICRO)
+    config = load_config(MICRO)
     clean = np.load(study / "data/demo/demo10/test/images.npy")[config["sources"][SOURCE]["val_size"]:]
     adversarial = np.load(study / f"data/adversarial/{SOURCE}/{MODEL}/pgd-eps8/test/images.npy")
     assert adversarial.shape == clean.shape and 0 < np.abs(adversarial.astype(int) - clean).max() <= 8
@@ -37,13 +38,14 @@ def test_generated_sets_are_datasets_of_the_study_model(study):
         attrs = validate_feature_file(study / f"features/{SOURCE}/{MODEL}/{dataset}.h5",
                                       expect={"model": MODEL, "dataset": dataset})
         assert attrs["shift_type"] == shift_type
-        rows = pd.read_parquet(study / f"metrics/{SOURCE}/{MODEL}/none/{dataset}.parquet")
-        assert set(rows["shift_type"]) == {shift_type} and "misclf" in set(rows["scheme"])
+        table = pd.read_parquet(study.parent / paths.metrics(SOURCE, MODEL, "none"))
+        rows = table[table["dataset"] == dataset]
+        assert len(rows) and set(rows["shift_type"]) == {shift_type} and "misclf" in set(rows["scheme"])
 
 
 def test_projnorm_results_tables_and_rows(study):
-    config = cfg.load_config(MICRO)
-    sets = cfg.projnorm_sets(config, SOURCE, MODEL)
+    config = load_config(MICRO)
+    sets = grid.projnorm_sets(config, SOURCE, MODEL)
     for dataset in sets:
         result = json.loads((study / f"projnorm/{SOURCE}/{MODEL}/{dataset}.json").read_text())
         assert result["projnorm"] > 0 and result["n"] == 100

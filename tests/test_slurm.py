@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO, venv_bin
+from csfbench import paths
 from slurm_cluster import PARTITION, SYSTEM_CONF, SlurmCluster, ensure_installed, unavailable_reason
 from workflow_runs import MODEL, SOURCE, core_config, write_config
 
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.workflow
 LOCAL_CLUSTER_OPTIONS = (
     # the profile's `cores` and grouped-rule threads (8) scaled down to one of the node's two CPUs, so
     # that two groups run side by side
-    "--cores", "1", "--set-threads", "fit_csf=1", "score_and_evaluate=1", "extract_features=1",
+    "--cores", "1", "--set-threads", "fit_csf=1", "score_csf=1", "extract_features=1",
     "--slurm-status-command", "squeue",                # no slurmdbd, so no sacct
     "--slurm-no-account",                              # no accounts without accounting
     "--slurm-init-seconds-before-status-checks", "1",
@@ -94,8 +95,9 @@ def test_micro_workflow_completes_under_slurm(slurm_run):
     results = pd.read_parquet(work / "results/results.parquet")
     assert set(results["source"]) == {SOURCE} and len(results) > 0
     for group in ("none", "global", "class"):
-        for dataset in ("val", "test", "near", "noise"):
-            assert (work / f"results/metrics/{SOURCE}/{MODEL}/{group}/{dataset}.parquet").is_file()
+        # one metrics file per (model, fit group) with the rows of every scored set
+        metrics = pd.read_parquet(work / paths.metrics(SOURCE, MODEL, group))
+        assert {"val", "test", "near", "noise"} <= set(metrics["dataset"])
     assert (work / f"results/models/{SOURCE}/{MODEL}/checkpoint.pt").is_file()
     per_rule, submissions = slurm_run["plan"]
     print(f"SLURM run: {sum(per_rule.values())} Snakemake jobs in {submissions} SLURM jobs, "
@@ -106,7 +108,7 @@ def test_every_job_ran_as_a_completed_slurm_job(slurm_run):
     out = slurm_run["proc"].stdout + slurm_run["proc"].stderr
     submitted = SUBMITTED.findall(out)
     per_rule, submissions = slurm_run["plan"]
-    for rule in ("demo_data", "index_dataset", "train", "extract_features", "fit_csf", "score_and_evaluate",
+    for rule in ("demo_data", "index_dataset", "train", "extract_features", "fit_csf", "score_csf",
                  "aggregate_results"):
         assert per_rule.get(rule), f"the run does not exercise {rule}: {per_rule}"
     assert len(submitted) == submissions  # one sbatch per job or group job, none run on the head node

@@ -1,4 +1,4 @@
-import json
+import dataclasses
 import signal
 import subprocess
 import sys
@@ -10,14 +10,17 @@ import pytest
 import torch
 
 from csfbench.features.store import read_features, validate_feature_file
-from csfbench.jobs import extract, train
-from training_helpers import tiny_spec, write_blobs
+from csfbench.specs import EvalSet
+from csfbench.stages.features import extract
+from csfbench.stages.train import train
+from training_helpers import tiny_spec, with_params, write_blobs
 
 TRAIN_SCRIPT = """
-import json, sys, torch
+import sys, torch
 torch.set_num_threads(1)
-from csfbench.jobs import train
-spec = json.loads(sys.argv[1])
+from csfbench.specs import ModelSpec
+from csfbench.stages.train import train
+spec = ModelSpec.from_json(sys.argv[1])
 train(spec, sys.argv[2], sys.argv[3])
 """
 
@@ -43,12 +46,10 @@ def test_paradigms_train_and_log_history(blobs, tmp_path, paradigm):
 
 
 def test_confidnet_classifier_frozen_after_stage_one(blobs, tmp_path):
-    spec = tiny_spec(blobs, "confidnet", epochs=3)
-    spec["paradigm_params"].update(epochs_finetune=0, epochs_head=3)
+    spec = with_params(tiny_spec(blobs, "confidnet", epochs=3), epochs_finetune=0, epochs_head=3)
     train(spec, tmp_path / "c.pt", tmp_path / "h.csv")
     full = torch.load(tmp_path / "c.pt", weights_only=True)
-    spec1 = json.loads(json.dumps(spec))
-    spec1["paradigm_params"].update(epochs_head=1)
+    spec1 = with_params(spec, epochs_head=1)
     train(spec1, tmp_path / "c1.pt", tmp_path / "h1.csv")
     short = torch.load(tmp_path / "c1.pt", weights_only=True)
     # the classifier (encoder + head) after stage 1 does not depend on the length of the ConfidNet stage
@@ -59,7 +60,7 @@ def test_confidnet_classifier_frozen_after_stage_one(blobs, tmp_path):
 
 
 def _run(spec, out, wait_for_resume=False):
-    args = [sys.executable, "-c", TRAIN_SCRIPT, json.dumps(spec), str(out / "checkpoint.pt"), str(out / "history.csv")]
+    args = [sys.executable, "-c", TRAIN_SCRIPT, spec.to_json(), str(out / "checkpoint.pt"), str(out / "history.csv")]
     if not wait_for_resume:
         subprocess.run(args, check=True, capture_output=True)
         return
@@ -94,7 +95,7 @@ def test_resume_after_kill_gives_the_uninterrupted_result(blobs, tmp_path):
 def test_resume_file_of_another_spec_is_ignored(blobs, tmp_path):
     spec = tiny_spec(blobs, "dg", epochs=2)
     _run(spec, tmp_path, wait_for_resume=True)
-    other = dict(spec, seed=99)
+    other = dataclasses.replace(spec, seed=99)
     train(other, tmp_path / "checkpoint.pt", tmp_path / "history.csv")
     assert len(pd.read_csv(tmp_path / "history.csv")) == 2
 
@@ -105,9 +106,10 @@ def test_feature_extraction_contract_and_bit_identical_rerun(blobs, tmp_path):
     paths = []
     for name in ("train", "train-again"):
         path = tmp_path / f"{name}.h5"
-        extract(spec, {"name": "train", "shift_type": "id"}, tmp_path / "checkpoint.pt", path, batch_size=50)
+        extract(spec, EvalSet("train", "id", "train"), tmp_path / "checkpoint.pt", path, batch_size=50,
+                compression="gzip")
         paths.append(path)
-    attrs = validate_feature_file(paths[0], expect={"model": spec["model"], "dataset": "train"})
+    attrs = validate_feature_file(paths[0], expect={"model": spec.model, "dataset": "train"})
     assert attrs["n_classes"] == 4 and attrs["mcd_samples"] == 3 and attrs["feature_dim"] == 64
     a, _ = read_features(paths[0])
     b, _ = read_features(paths[1])
@@ -124,8 +126,8 @@ def test_feature_extraction_contract_and_bit_identical_rerun(blobs, tmp_path):
 def test_semantic_shift_set_has_no_labels(blobs, tmp_path):
     spec = tiny_spec(blobs, "devries", dropout=0, epochs=1)
     train(spec, tmp_path / "checkpoint.pt", tmp_path / "history.csv")
-    ood = {"name": "ood", "shift_type": "semantic", "dataset": dict(spec["dataset"], name="ood")}
-    extract(spec, ood, tmp_path / "checkpoint.pt", tmp_path / "ood.h5", batch_size=64)
+    ood = EvalSet("ood", "semantic", "far", dataclasses.replace(spec.dataset, name="ood"))
+    extract(spec, ood, tmp_path / "checkpoint.pt", tmp_path / "ood.h5", batch_size=64, compression="gzip")
     data, attrs = read_features(tmp_path / "ood.h5")
     assert (data["labels"] == -1).all() and not data["correct"].any() and attrs["shift_type"] == "semantic"
     assert "mcd/logits" not in data and "head/weight" not in data

@@ -1,9 +1,15 @@
 """A tiny learnable dataset in the npy format and a matching model spec, for training tests."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
+
+from csfbench import grid
+from csfbench.ids import ModelId
+from csfbench.settings import validate_config
+from csfbench.specs import ModelSpec
 
 
 def write_blobs(root: Path, n_train: int = 256, n_test: int = 128, n_classes: int = 4, seed: int = 0) -> Path:
@@ -22,20 +28,37 @@ def write_blobs(root: Path, n_train: int = 256, n_test: int = 128, n_classes: in
     return root
 
 
-def tiny_spec(data_root: Path, paradigm: str = "dg", dropout: int = 1, epochs: int = 3, mcd: int = 2) -> dict:
+def tiny_config(data_root: Path, paradigm: str = "dg", dropout: int = 1, epochs: int = 3, mcd: int = 2) -> dict:
+    """A validated config (schema defaults filled in) with one tiny VGG-13 of ``paradigm`` on the blobs."""
     params = {"dg": {"epochs": epochs, "pretrain_epochs": 1},
               "devries": {"epochs": epochs, "budget": 0.3, "lambda_init": 0.1},
               "confidnet": {"epochs_backbone": 1, "epochs_head": max(1, epochs - 2), "epochs_finetune": 1,
                             "head_hidden": 16}}[paradigm]
-    reward = 2.2 if paradigm == "dg" else 0.0
-    return {
-        "source": "blobs", "model": f"vgg13_{paradigm}_do{dropout}_rew{reward:g}_run1", "backbone": "vgg13",
-        "paradigm": paradigm, "dropout": dropout, "reward": reward, "run": 1, "seed": 1234, "n_classes": 4,
-        "image_size": 32, "normalize": {"mean": [0.3] * 3, "std": [0.3] * 3}, "arch": {"width": 0.125},
-        "mcd_samples": mcd if dropout else 0,
-        "optim": {"batch_size": 32, "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4,
-                  "augment": {"crop_padding": 2, "hflip": True, "cutout": 8}},
-        "paradigm_params": params,
-        "dataset": {"name": "blobs", "format": "npy", "path": str(data_root), "split": "test", "options": {}},
-        "val_size": 64,
+    config = {
+        "seed": 0,
+        "data_root": str(data_root),
+        "datasets": {"blobs": {"format": "npy", "path": ".", "split": "test"}},
+        "sources": {"blobs": {"dataset": "blobs", "n_classes": 4, "val_size": 64, "image_size": {"vgg13": 32},
+                              "normalize": {"mean": [0.3] * 3, "std": [0.3] * 3}, "dg_rewards": [2.2], "ood": {}}},
+        "backbones": {"vgg13": {"paradigms": [paradigm], "dropout": [dropout], "runs": [1],
+                                "arch": {"width": 0.125}, "mcd_samples": mcd}},
+        "training": {"vgg13": {"common": {"batch_size": 32, "lr": 0.05, "momentum": 0.9, "weight_decay": 5e-4,
+                                          "augment": {"crop_padding": 2, "hflip": True, "cutout": 8}},
+                               paradigm: params}},
+        "features": {"batch_size": 64},
+        "csf": {"groups": ["none"], "tuning": {"init_points": 2, "n_iter": 1}},
     }
+    return validate_config(config, origin="training_helpers.tiny_config")
+
+
+def tiny_spec(data_root: Path, paradigm: str = "dg", dropout: int = 1, epochs: int = 3, mcd: int = 2) -> ModelSpec:
+    """The complete spec (grid.model_spec of :func:`tiny_config`) of the tiny model, with a fixed seed."""
+    config = tiny_config(data_root, paradigm, dropout, epochs, mcd)
+    reward = 2.2 if paradigm == "dg" else 0.0
+    spec = grid.model_spec(config, "blobs", ModelId("vgg13", paradigm, dropout, reward, 1))
+    return dataclasses.replace(spec, seed=1234)
+
+
+def with_params(spec: ModelSpec, **changes) -> ModelSpec:
+    """``spec`` with ``paradigm_params`` entries changed (specs are frozen)."""
+    return dataclasses.replace(spec, paradigm_params={**spec.paradigm_params, **changes})

@@ -1,7 +1,8 @@
 """A small workflow run shared by the crash, incremental-rerun and manifest tests.
 
 The config is the micro config cut to its core stages (one Deep Gamblers VGG-13 with 3 epochs, two OOD
-sets, three projection groups): 27 jobs instead of the full micro grid, so that the tests that need
+sets, three CSF fit groups): 24 jobs instead of the full micro grid (demo data, 3 dataset indexes, 1 training,
+5 feature files, 3 fits, 3 scoring jobs, the aggregation, 6 ranking/figure jobs and `all`), so that the tests that need
 several runs stay within a few minutes.  The uninterrupted reference run happens once per pytest
 session (its folder lives under the session's base temporary directory) and is only ever read.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from csfbench.config import load_config
+from csfbench.settings import load_config
 from micro_run import MICRO, snakemake
 
 MODEL = "vgg13_dg_do1_rew2.2_run1"

@@ -5,7 +5,11 @@ Every set is written in the csfbench ``npy`` layout::
     {out_dir}/{dataset}/{split}/images.npy   N×S×S×3 uint8 (0..255, S = spec["image_size"])
     {out_dir}/{dataset}/{split}/labels.npy   N int64 (-1 = no label of a source)
 
-Datasets (sizes in :data:`DEFAULT_SPEC`):
+The generator takes the complete ``demo.spec`` of a validated config: its keys, bounds and defaults
+(sizes of the sets, intra-class variation) are described in ``config/schema.yaml`` and filled in by
+:func:`csfbench.settings.validate_config`; this module supplies no defaults of its own.
+
+Datasets:
 
 * ``demo10`` / ``demo40`` (sources, splits ``train`` and ``test``) and ``near`` (held-out classes,
   labels -1) come from one procedural *shape world*: each class is a prototype (shape, fill pattern,
@@ -27,7 +31,6 @@ the same seed and spec give identical bytes and changing one set's size leaves t
 """
 from __future__ import annotations
 
-import copy
 import os
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -41,35 +44,6 @@ from csfbench.atomic import save_npy
 from csfbench.data.demo_images import blur, digits_images, noise_images, photo_patches, to_uint8
 from csfbench.errors import ConfigError
 
-DEFAULT_SPEC: dict = {
-    # side of every image in pixels (images are image_size × image_size × 3 uint8)
-    "image_size": 32,
-    # sources of the shape world: classes and images per split
-    "demo10": {"n_classes": 10, "n_train": 4000, "n_test": 2000},
-    "demo40": {"n_classes": 40, "n_train": 6000, "n_test": 3000},
-    # held-out shape-world classes (near shift) and the other shifted sets: images in split "test"
-    "near": {"n_classes": 10, "n_ood": 1000},
-    "digits": {"n_ood": 1000},
-    "photos": {"n_ood": 1000},
-    "noise": {"n_ood": 1000},
-    # labelled pretraining set of its own prototype family (split "train")
-    "pretrain": {"n_classes": 20, "n_train": 6000},
-    # intra-class variation of the shape world (lengths in units of half the image side, colours 0..1)
-    "variation": {
-        "scale": [0.7, 1.3],  # range of the factor on the prototype's radius
-        "position": 0.3,  # max offset of the object centre from the image centre
-        "rotation_deg": 20.0,  # std of the rotation around the prototype's angle
-        "colour_jitter": 0.085,  # std of the per-channel noise on object and background colours
-        "brightness": 0.15,  # max relative change of the image gain
-        "distractors": 3,  # max number of clutter shapes
-        "distractor_prob": 0.5,  # chance of each clutter shape
-        "occlusion_prob": 0.3,  # chance of an occluding bar over the object
-        "blur_sigmas_px": [0.0, 0.5, 0.8, 1.2],  # Gaussian blur drawn uniformly from these (pixels)
-        "noise_std": 0.07,  # max std of the additive Gaussian pixel noise
-        "sibling_shift": 0.27,  # colour distance between a prototype and its sibling
-    },
-}
-
 SHAPEWORLD = ("demo10", "demo40", "near")
 SOURCES = ("demo10", "demo40")
 SHIFTED = ("near", "digits", "photos", "noise")  # labels -1, split "test"
@@ -81,39 +55,7 @@ _CHUNK = 256  # images rendered per vectorised batch (bounds the float32 tempora
 
 
 # --------------------------------------------------------------------------------------------------
-# spec and random streams
-
-
-def resolve_spec(spec: dict | None) -> dict:
-    """:data:`DEFAULT_SPEC` deep-merged with ``spec``; unknown keys and bad sizes raise ConfigError."""
-    merged = copy.deepcopy(DEFAULT_SPEC)
-    _merge(merged, spec or {}, "demo.spec")
-    if not (isinstance(merged["image_size"], int) and merged["image_size"] >= 8):
-        raise ConfigError("demo.spec.image_size", "an integer >= 8", merged["image_size"])
-    for name in DATASETS:
-        for key, value in merged[name].items():
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-                raise ConfigError(f"demo.spec.{name}.{key}", "a non-negative integer", value)
-    for name in (*SHAPEWORLD, "pretrain"):
-        if merged[name]["n_classes"] < 1:
-            raise ConfigError(f"demo.spec.{name}.n_classes", "at least 1", merged[name]["n_classes"])
-    shift = merged["variation"]["sibling_shift"]
-    if not 0 < shift <= 0.5:
-        raise ConfigError("demo.spec.variation.sibling_shift", "a number in (0, 0.5]", shift)
-    return merged
-
-
-def _merge(base: dict, update: dict, path: str) -> None:
-    """Overwrite ``base`` in place with ``update``, recursing into dicts; only known keys."""
-    for key, value in update.items():
-        if key not in base:
-            raise ConfigError(f"{path}.{key}", f"one of {sorted(base)}", key)
-        if isinstance(base[key], dict):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{path}.{key}", "a mapping", value)
-            _merge(base[key], value, f"{path}.{key}")
-        else:
-            base[key] = value
+# random streams
 
 
 def _stream(seed: int, *keys: str) -> np.random.SeedSequence:
@@ -227,15 +169,20 @@ class Prototype:
         return (self.shape, self.fill, self.texture)
 
 
-def demo_prototypes(seed: int, spec: dict | None = None) -> dict[str, list[Prototype]]:
-    """The prototypes of demo10, demo40, near and pretrain; label k of a set is its k-th prototype."""
-    spec = resolve_spec(spec)
+def demo_prototypes(seed: int, spec: dict) -> dict[str, list[Prototype]]:
+    """The prototypes of demo10, demo40, near and pretrain; label k of a set is its k-th prototype.
+
+    ``spec``: the complete, validated ``demo.spec`` (see the module docstring).  The number of classes
+    is bounded by the distinct (shape, fill, texture) combinations: :class:`ConfigError` if the shape
+    world (demo10 + demo40 + near) or pretrain asks for more.
+    """
     counts = [spec[name]["n_classes"] for name in SHAPEWORLD]
     shift = spec["variation"]["sibling_shift"]
-    world = _draw_family(_rng(seed, "prototypes", "shapeworld"), sum(counts), 0, "shapeworld", set(), shift)
+    world = _draw_family(_rng(seed, "prototypes", "shapeworld"), sum(counts), 0, "shapeworld", set(), shift,
+                         "demo/spec/{demo10,demo40,near}/n_classes (in all)")
     pretrain = _draw_family(
         _rng(seed, "prototypes", "pretrain"), spec["pretrain"]["n_classes"], len(world), "pretrain",
-        {p.combo for p in world}, shift,
+        {p.combo for p in world}, shift, "demo/spec/pretrain/n_classes",
     )
     bounds = np.cumsum([0, *counts])
     sets = {name: world[bounds[i]:bounds[i + 1]] for i, name in enumerate(SHAPEWORLD)}
@@ -243,17 +190,18 @@ def demo_prototypes(seed: int, spec: dict | None = None) -> dict[str, list[Proto
 
 
 def _draw_family(
-    rng: np.random.Generator, n: int, first_pid: int, family: str, excluded: set, shift: float
+    rng: np.random.Generator, n: int, first_pid: int, family: str, excluded: set, shift: float, key_path: str
 ) -> list[Prototype]:
     """``n`` prototypes in (base, sibling) pairs (ids ``first_pid``...); the base combos are distinct
-    and none is in ``excluded``; ``shift`` is the colour distance of colour siblings."""
+    and none is in ``excluded``; ``shift`` is the colour distance of colour siblings.  Too many classes
+    for the combos left raise :class:`ConfigError` naming the config's ``key_path``."""
     combos = [
         (s, f, t) for s in range(len(SHAPES)) for f in range(len(FILLS)) for t in range(len(TEXTURES))
         if (s, f, t) not in excluded
     ]
     n_base = (n + 1) // 2
     if n_base > len(combos):
-        raise ConfigError(f"demo.spec.{family}.n_classes", f"at most {2 * len(combos)} classes", n)
+        raise ConfigError(key_path, f"at most {2 * len(combos)} classes", n)
     picks = rng.choice(len(combos), size=n_base, replace=False)
     taken = set(excluded) | {combos[i] for i in picks}
     protos: list[Prototype] = []
@@ -483,11 +431,11 @@ def _fill_pattern(
 # writing
 
 
-def generate_demo(out_dir: Path, seed: int, spec: dict | None = None, threads: int | None = None) -> dict:
+def generate_demo(out_dir: Path, seed: int, spec: dict, threads: int | None = None) -> dict:
     """Write every demo dataset under ``out_dir`` in the ``npy`` layout and return a summary
     ``{dataset: {"splits": {split: n_images}, "classes": n_classes}}`` (``classes`` 0 for the shifted
-    sets, whose labels are all -1).  ``threads`` (default: the CPUs available) only changes the speed."""
-    spec = resolve_spec(spec)
+    sets, whose labels are all -1).  ``spec``: the complete, validated ``demo.spec`` (see the module
+    docstring).  ``threads`` (default: the CPUs available) only changes the speed."""
     out_dir, size, var = Path(out_dir), spec["image_size"], spec["variation"]
     threads = threads or _available_cpus()
     protos = demo_prototypes(seed, spec)

@@ -8,8 +8,9 @@ with matplotlib's headless Agg backend.
   each variant is in. Skipped cells are empty columns marked "n/a".
 - :func:`conover_matrix` / :func:`plot_conover_heatmap`: Figure 2 analogue, the pairwise Conover
   p-values of one ranking analysis (:func:`heatmap_analysis`, setting ``figures.heatmap``; default the
-  paper's cell: AUGRC, first backbone, non-MCD, first source, ID test set) as a heatmap, entities ordered
-  by mean rank, annotated to 3 d.p. as in the paper.
+  first column of the top-clique map: clique map group, first backbone, non-MCD, first source, ID test
+  set; the paper's cell is that one for group ``augrc``) as a heatmap, entities ordered by mean rank,
+  annotated to 3 d.p. as in the paper.
 - :func:`rc_curves` / :func:`plot_rc_curves`: risk–coverage curves (selective risk: the AURC curve;
   generalized risk: the AUGRC curve; both fractions, coverage 1 → 0) of chosen CSF variants of one
   model on its test set (misclassification) and each shifted set (the ranking's scheme of its shift
@@ -134,11 +135,15 @@ def write_top_clique_map(json_paths: Iterable[str | Path], sources: Sequence[str
 
 def heatmap_analysis(config: dict) -> Analysis:
     """The ranking analysis whose Conover p-values the heatmap draws: ``figures.heatmap`` with a null
-    ``backbone`` / ``source`` replaced by the config's first one. The schema's default is the cell of the
-    paper's Figure 2 (App. C.1): metric group ``augrc``, first backbone, non-MCD, first source, ID
-    ``test`` regime (misclassification). A cell the config does not rank is an error naming the setting."""
-    chosen = figure_settings(config["figures"])["heatmap"]
-    cell = Analysis(chosen["group"], chosen["backbone"] or next(iter(config["backbones"])), bool(chosen["mcd"]),
+    ``group`` replaced by ``figures.clique_map_group`` and a null ``backbone`` / ``source`` by the
+    config's first one. The schema's default is the first column of the top-clique map: the clique map's
+    group (``rc``), first backbone, non-MCD, first source, ID ``test`` regime (misclassification); the
+    paper's Figure 2 (App. C.1) is that cell for group ``augrc``. A cell the config does not rank is an
+    error naming the setting."""
+    settings = figure_settings(config["figures"])
+    chosen = settings["heatmap"]
+    cell = Analysis(chosen["group"] or settings["clique_map_group"],
+                    chosen["backbone"] or next(iter(config["backbones"])), bool(chosen["mcd"]),
                     chosen["source"] or next(iter(config["sources"])), chosen["regime"])
     if cell not in analyses(config):
         raise ValueError(
