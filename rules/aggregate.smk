@@ -1,5 +1,6 @@
 # Aggregation: the results table (with the proximity stage's regimes) and the validation-based model
-# selection (the paper's V3 protocol: the configuration with the best validation value).
+# selection (as the seed paper's code selects, per metric: the dropout/reward configuration with the best
+# mean validation value over runs; Claros-Olivares & Brockmeier, Tables 8–10).
 
 
 rule aggregate_results:

@@ -141,7 +141,6 @@ def test_keep_going_finishes_independent_branches_after_a_failure(reference, tmp
     # the digits branch ran as far as it can: its index and its feature file.  The model's scoring jobs (one
     # per fit group, over every evaluation set) need the broken set's features too, so they wait with the
     # aggregation; nothing that exists was redone
-    # CHECK: with one score_csf job per (model, fit group) the independent branch ends at extract_features
     assert sorted(ran) == sorted(["index_dataset"] * 2 + ["extract_features"])
     assert (work / paths.features(SOURCE, MODEL, "digits")).is_file()
     assert not (work / paths.features(SOURCE, MODEL, "broken")).exists()

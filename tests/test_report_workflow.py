@@ -63,8 +63,6 @@ def test_figures_and_tables_are_written(run):
     assert vgg["best_mcd"].notna().all() and best[best.backbone == "vit"]["best_mcd"].isna().all()
     # Figure 2 analogue: the Conover p-values of the figures.heatmap analysis (default: the clique map's
     # group, first backbone, non-MCD, first source, ID test set), as the ranking JSON has them
-    # CHECK: rule all does not request the heatmap files (report.targets.figure_targets has no
-    # report.figures.heatmap_targets()), so the shared micro run may not write them
     assert (run / "figures/conover_heatmap.png").stat().st_size > 5000
     assert (run / "figures/conover_heatmap.pdf").read_bytes()[:5] == b"%PDF-"
     cell = heatmap_analysis(config)

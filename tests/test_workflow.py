@@ -93,9 +93,7 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
         "index_dataset": 1, "extract_features": 3, "score_csf": 9, "aggregate_results": 1, "all": 1,
         "proximity_embed": 1, "proximity_regimes": 1,
         # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
-        # CHECK: conover_heatmap is not requested by rule all (report.targets.figure_targets lacks
-        # report.figures.heatmap_targets()); once it is, add "conover_heatmap": 1 here
-        "rank_csfs": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,
+        "rank_csfs": 1, "conover_heatmap": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,
         "selected_configuration_tables": 1, "rc_curves": 1}
 
 
@@ -137,9 +135,8 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     # neural collapse (nc_metrics per model, nc_table per source) and proximity (embed + regimes per source)
     total -= n_models + 3 * len(config["sources"])
     # rankings, figures and tables: rank_csfs, clique_layer_table, best_metric_table and
-    # selected_configuration_tables once, top_clique_map per backbone, rc_curves per source
-    # CHECK: + 1 (conover_heatmap) once rule all requests the heatmap (see test_adding_an_ood_set_...)
-    total -= 4 + len(config["backbones"]) + len(config["sources"])
+    # selected_configuration_tables and conover_heatmap once, top_clique_map per backbone, rc_curves per source
+    total -= 5 + len(config["backbones"]) + len(config["sources"])
     # all + index + train + extract + fit + score + aggregate
     assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from csfbench import grid, paths
 from csfbench.aggregate.ranking import analyses, output_paths
-from csfbench.report.figures import group_of, parse_variant
+from csfbench.report.figures import group_of, heatmap_targets, parse_variant
 
 #: the tables the figure rules write (CSV; the LaTeX twins are written beside them)
 TABLES = ("clique_layers.csv", "table2_best.csv", "table8_selected_dropout.csv", "table10_selected_reward.csv")
@@ -49,7 +49,8 @@ def rc_inputs(config: dict, source: str) -> list[str]:
 
 
 def figure_targets(config: dict) -> list[str]:
-    """The final outputs of the figure rules (for rule all)."""
+    """The final outputs of the figure rules (for rule all), the Conover heatmap included."""
     return ([paths.figure(f"top_cliques_{b}.png") for b in config["backbones"]]
             + [paths.figure(f"rc_curves_{s}.png") for s in config["sources"]]
-            + [paths.table(name) for name in TABLES])
+            + [paths.table(name) for name in TABLES]
+            + heatmap_targets())
