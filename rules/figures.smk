@@ -132,17 +132,14 @@ rule rc_curves:
 # Figure 2 analogue: the pairwise Conover p-values of one ranking analysis (figures.heatmap; default the
 # top-clique map's first column: clique map group, first backbone, non-MCD, first source, ID test set) as a
 # heatmap and a CSV matrix.
-from csfbench.report import figures as report_figures
-
-
 rule conover_heatmap:
     input:
-        ranking=lambda w: report_figures.heatmap_input(config),
+        ranking=lambda w: report_targets.heatmap_input(config),
     output:
-        csv=report_figures.HEATMAP_FILES["csv"],
-        png=report(report_figures.HEATMAP_FILES["png"], caption="../report/figure_conover_heatmap.rst",
+        csv=report_targets.HEATMAP_FILES["csv"],
+        png=report(report_targets.HEATMAP_FILES["png"], caption="../report/figure_conover_heatmap.rst",
                    category="Figures"),
-        pdf=report_figures.HEATMAP_FILES["pdf"],
+        pdf=report_targets.HEATMAP_FILES["pdf"],
     log:
         paths.log("figures", "conover_heatmap"),
     benchmark:

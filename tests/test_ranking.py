@@ -19,10 +19,10 @@ from csfbench.aggregate.ranking import (
     ranking_settings,
     run_analysis,
     summary_row,
-    write_rankings,
 )
 from csfbench.aggregate.selection import selected_rows
 from csfbench.settings import load_config, load_yaml, validate_config
+from csfbench.stages.ranking import write_rankings
 from csfbench.stats import rank_table
 from results_synthetic import synthetic_results
 

@@ -1,4 +1,4 @@
-from csfbench.aggregate.ranking import write_rankings
+from csfbench.stages.ranking import write_rankings
 from csfbench.logs import job_logging
 
 with job_logging(snakemake.log[0], snakemake.threads):

@@ -1,5 +1,5 @@
 from csfbench.logs import job_logging
-from csfbench.report.figures import write_rc_curves
+from csfbench.stages.figures import write_rc_curves
 
 with job_logging(snakemake.log[0], snakemake.threads):
     write_rc_curves(list(snakemake.input.scores), snakemake.params.shift_types, snakemake.params.csfs,

@@ -1,5 +1,5 @@
 from csfbench.logs import job_logging
-from csfbench.report.tables import write_selected_configuration_tables
+from csfbench.stages.figures import write_selected_configuration_tables
 
 with job_logging(snakemake.log[0], snakemake.threads):
     out = snakemake.output

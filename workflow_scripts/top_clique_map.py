@@ -1,5 +1,5 @@
 from csfbench.logs import job_logging
-from csfbench.report.figures import write_top_clique_map
+from csfbench.stages.figures import write_top_clique_map
 
 with job_logging(snakemake.log[0], snakemake.threads):
     write_top_clique_map(list(snakemake.input.rankings), snakemake.params.sources, snakemake.wildcards.backbone,

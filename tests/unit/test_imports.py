@@ -21,7 +21,7 @@ DOMAIN_PACKAGES = (
     "csf", "metrics", "stats", "geometry", "proximity", "shifts", "attacks", "projnorm",
     "data", "features", "models", "training",
 )  # fmt: skip
-WORKFLOW_MODULES = ("config", "settings", "paths", "jobs", "stages")
+WORKFLOW_MODULES = ("config", "settings", "grid", "paths", "jobs", "stages")
 
 
 @dataclass(frozen=True)

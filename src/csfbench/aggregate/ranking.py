@@ -40,7 +40,6 @@ from typing import Any, Iterable
 import pandas as pd
 
 from csfbench.aggregate.selection import HIGHER_IS_BETTER, selected_rows
-from csfbench.atomic import atomic_path, write_json
 from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
@@ -215,26 +214,4 @@ def rank_results(table: pd.DataFrame, cells: Iterable[Analysis], settings: dict)
         if part is not None:
             part = part[part["metric"].isin(settings["metric_groups"][cell.group])]
         results.append(run_analysis(part, cell, settings))
-    return results
-
-
-def write_rankings(results_table: str | Path, settings_section: dict, cells: list[Analysis | dict],
-                   out_dir: str | Path, summary_csv: str | Path) -> list[dict[str, Any]]:
-    """Rank every analysis of ``cells`` (:class:`Analysis` or its fields as a dict) on the results table
-    and write their JSON/CSV files (:func:`output_paths`) and the summary table."""
-    settings = ranking_settings(settings_section)
-    cells = [c if isinstance(c, Analysis) else Analysis(**c) for c in cells]
-    results = rank_results(pd.read_parquet(results_table), cells, settings)
-    paths = output_paths(out_dir, cells)
-    for result, json_path, csv_path in zip(results, paths["json"], paths["csv"]):
-        write_json(result, json_path, indent=1)
-        with atomic_path(csv_path) as tmp:
-            ranking_frame(result).to_csv(tmp, index=False)
-    with atomic_path(summary_csv) as tmp:
-        pd.DataFrame([summary_row(r) for r in results]).to_csv(tmp, index=False)
-    n_ok = sum(r["status"] == "ok" for r in results)
-    log.info("%d analyses ranked, %d skipped", n_ok, len(results) - n_ok)
-    for result in results:
-        if result["status"] != "ok":
-            log.info("skipped %s: %s", Analysis(**result["analysis"]).name, result["reason"])
     return results

@@ -7,7 +7,7 @@ with matplotlib's headless Agg backend.
   clique, members are joined by a vertical line coloured by regime, and a side bar counts the cells
   each variant is in. Skipped cells are empty columns marked "n/a".
 - :func:`conover_matrix` / :func:`plot_conover_heatmap`: Figure 2 analogue, the pairwise Conover
-  p-values of one ranking analysis (:func:`heatmap_analysis`, setting ``figures.heatmap``; default the
+  p-values of one ranking analysis (:func:`csfbench.report.targets.heatmap_analysis`, setting ``figures.heatmap``; default the
   first column of the top-clique map: clique map group, first backbone, non-MCD, first source, ID test
   set; the paper's cell is that one for group ``augrc``) as a heatmap, entities ordered by mean rank,
   annotated to 3 d.p. as in the paper.
@@ -28,21 +28,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from csfbench import paths  # noqa: E402
-from csfbench.aggregate.ranking import REGIMES, Analysis, analyses, output_paths, ranking_settings  # noqa: E402
+from csfbench.aggregate.ranking import REGIMES, Analysis  # noqa: E402
 from csfbench.atomic import atomic_path  # noqa: E402
 from csfbench.csf.projection import GROUP_VARIANTS  # noqa: E402
 from csfbench.csf.store import read_scores  # noqa: E402
 from csfbench.metrics import build_scheme, rc_curve  # noqa: E402
-from csfbench.report.tables import read_results  # noqa: E402
 
 REGIME_COLOURS = {"test": "tab:green", "near": "tab:blue", "mid": "tab:red", "far": "tab:orange",
                   "covariate": "tab:purple", "adversarial": "tab:brown"}
 RC_KINDS = ("selective", "generalized")
 SETTINGS = ("clique_map_group", "table_metric", "rc_curves", "heatmap")
 HEATMAP_KEYS = ("group", "backbone", "mcd", "source", "regime")
-HEATMAP_FILES = {"png": paths.figure("conover_heatmap.png"), "pdf": paths.figure("conover_heatmap.pdf"),
-                 "csv": paths.table("conover_heatmap.csv")}
 ANNOTATE_MAX = 20  # the heatmap writes each p-value in its cell (3 d.p., as the paper's Figure 2) up to this k
 
 
@@ -122,48 +118,6 @@ def plot_top_clique_map(membership: pd.DataFrame, title: str) -> plt.Figure:
     return fig
 
 
-def write_top_clique_map(json_paths: Iterable[str | Path], sources: Sequence[str], backbone: str, group: str,
-                         csv_path: str | Path, png: str | Path, pdf: str | Path) -> pd.DataFrame:
-    """Job: Figure 1 analogue of one backbone from its non-MCD ranking results of metric group ``group``."""
-    membership = top_clique_membership(read_results(json_paths), sources)
-    with atomic_path(csv_path) as tmp:
-        membership.astype(int).to_csv(tmp)
-    title = f"{backbone}: top clique per cell (metric group {group}, non-MCD)"
-    save_figure(plot_top_clique_map(membership, title), png, pdf)
-    return membership
-
-
-def heatmap_analysis(config: dict) -> Analysis:
-    """The ranking analysis whose Conover p-values the heatmap draws: ``figures.heatmap`` with a null
-    ``group`` replaced by ``figures.clique_map_group`` and a null ``backbone`` / ``source`` by the
-    config's first one. The schema's default is the first column of the top-clique map: the clique map's
-    group (``rc``), first backbone, non-MCD, first source, ID ``test`` regime (misclassification); the
-    paper's Figure 2 (App. C.1) is that cell for group ``augrc``. A cell the config does not rank is an
-    error naming the setting."""
-    settings = figure_settings(config["figures"])
-    chosen = settings["heatmap"]
-    cell = Analysis(chosen["group"] or settings["clique_map_group"],
-                    chosen["backbone"] or next(iter(config["backbones"])), bool(chosen["mcd"]),
-                    chosen["source"] or next(iter(config["sources"])), chosen["regime"])
-    if cell not in analyses(config):
-        raise ValueError(
-            f"figures.heatmap: the config ranks no analysis {cell.name} (metric groups "
-            f"{sorted(config['ranking']['metric_groups'])}, backbones {list(config['backbones'])}, sources "
-            f"{list(config['sources'])}, regimes {list(REGIMES)}; mcd only for a backbone with dropout models "
-            "and mcd_samples > 0)")
-    return cell
-
-
-def heatmap_input(config: dict) -> str:
-    """The ranking JSON file of :func:`heatmap_analysis` (an output of the ``rank_csfs`` rule)."""
-    return output_paths(paths.rankings_dir(), [heatmap_analysis(config)])["json"][0]
-
-
-def heatmap_targets() -> list[str]:
-    """The files of the ``conover_heatmap`` rule (figure as PNG and PDF, p-value matrix as CSV)."""
-    return [HEATMAP_FILES["png"], HEATMAP_FILES["pdf"], HEATMAP_FILES["csv"]]
-
-
 def conover_matrix(result: dict[str, Any]) -> pd.DataFrame:
     """The symmetric entity × entity matrix of Conover p-values of a ranking result (diagonal 1; the
     ``p_adjust`` of the ranking), entities ordered by mean rank, best first; empty for a skipped result."""
@@ -217,18 +171,6 @@ def plot_conover_heatmap(pvalues: pd.DataFrame, result: dict[str, Any]) -> plt.F
                  fontsize=8)
     fig.tight_layout()
     return fig
-
-
-def write_conover_heatmap(json_path: str | Path, csv_path: str | Path, png: str | Path,
-                          pdf: str | Path) -> pd.DataFrame:
-    """Job: the Conover p-value matrix of one ranking analysis (its JSON) as CSV (full precision, entities
-    by mean rank; header only for a skipped analysis) and as a heatmap figure (:func:`plot_conover_heatmap`)."""
-    (result,) = read_results([json_path])
-    pvalues = conover_matrix(result)
-    with atomic_path(csv_path) as tmp:
-        pvalues.to_csv(tmp)
-    save_figure(plot_conover_heatmap(pvalues, result), png, pdf)
-    return pvalues
 
 
 def _p(value: float | None) -> str:
@@ -300,16 +242,3 @@ def plot_rc_curves(curves: pd.DataFrame, title: str) -> plt.Figure:
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
-
-
-def write_rc_curves(score_files: Sequence[str | Path], shift_types: dict[str, str], csfs: Sequence[str],
-                    ranking: dict, title: str, csv_path: str | Path, png: str | Path,
-                    pdf: str | Path) -> pd.DataFrame:
-    """Job: risk–coverage curves of one model as CSV and figure; ``shift_types`` maps each plotted set
-    to its shift type, whose scheme is the ``ranking`` settings' (the ranked rows' scheme)."""
-    schemes = ranking_settings(ranking)["schemes"]
-    curves = rc_curves(score_files, {d: schemes[s] for d, s in shift_types.items()}, csfs)
-    with atomic_path(csv_path) as tmp:
-        curves.to_csv(tmp, index=False, float_format="%.6g")
-    save_figure(plot_rc_curves(curves, title), png, pdf)
-    return curves

@@ -90,7 +90,7 @@ def clique_layer_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
 
 
 def read_results(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """The ranking results (JSON files of :func:`csfbench.aggregate.ranking.write_rankings`)."""
+    """The ranking results (JSON files of :func:`csfbench.stages.ranking.write_rankings`)."""
     return [json.loads(Path(p).read_text()) for p in paths]
 
 
@@ -111,34 +111,3 @@ def write_table(frame: pd.DataFrame, csv_path: str | Path, tex_path: str | Path,
                            escape=True, multicolumn=True, multicolumn_format="c")
     with atomic_path(tex_path) as tmp:
         tmp.write_text(latex)
-
-
-def write_best_metric_table(results_table: str | Path, metric: str, ranking: dict, csv_path: str | Path,
-                            tex_path: str | Path) -> pd.DataFrame:
-    """Job: Table 2 analogue from ``results.parquet``."""
-    frame = best_metric_table(pd.read_parquet(results_table), metric, ranking)
-    scale = " (x1000)" if metric in DISPLAY_SCALE else ""
-    write_table(frame, csv_path, tex_path, f"Best {metric.upper()}{scale} per evaluation set among the "
-                "validation-selected configurations, without and with MC dropout, and the CSF variant and "
-                "paradigm achieving it.")
-    return frame
-
-
-def write_selected_configuration_tables(selection_csv: str | Path, metric: str, dropout_csv: str | Path,
-                                        dropout_tex: str | Path, reward_csv: str | Path,
-                                        reward_tex: str | Path) -> None:
-    """Job: Table 8 (selected dropout) and Table 10 (selected DG reward) analogues."""
-    selection = pd.read_csv(selection_csv)
-    write_table(selected_configuration_table(selection, "dropout", metric), dropout_csv, dropout_tex,
-                f"Selected dropout flag (1 = the dropout model won on validation {metric.upper()}) per CSF variant.")
-    reward = (selected_configuration_table(selection, "reward", metric, ["dg"]) if (selection["paradigm"] == "dg").any()
-              else pd.DataFrame({"note": ["no Deep Gamblers models in this configuration"]}))
-    write_table(reward, reward_csv, reward_tex,
-                f"Selected Deep Gamblers reward per CSF variant (validation {metric.upper()}).")
-
-
-def write_clique_layer_table(json_paths: Iterable[str | Path], csv_path: str | Path, tex_path: str | Path) -> None:
-    """Job: Table 6 analogue over every ranked analysis."""
-    write_table(clique_layer_table(read_results(json_paths)), csv_path, tex_path,
-                "Greedy layers of maximal cliques (Friedman, Conover post-hoc) per analysis; layer 1 is the "
-                "top clique.")

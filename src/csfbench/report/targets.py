@@ -3,11 +3,14 @@ validated config."""
 from __future__ import annotations
 
 from csfbench import grid, paths
-from csfbench.aggregate.ranking import analyses, output_paths
-from csfbench.report.figures import group_of, heatmap_targets, parse_variant
+from csfbench.aggregate.ranking import REGIMES, Analysis, analyses, output_paths
+from csfbench.report.figures import figure_settings, group_of, parse_variant
 
 #: the tables the figure rules write (CSV; the LaTeX twins are written beside them)
 TABLES = ("clique_layers.csv", "table2_best.csv", "table8_selected_dropout.csv", "table10_selected_reward.csv")
+#: the files of the ``conover_heatmap`` rule (figure as PNG and PDF, p-value matrix as CSV)
+HEATMAP_FILES = {"png": paths.figure("conover_heatmap.png"), "pdf": paths.figure("conover_heatmap.pdf"),
+                 "csv": paths.table("conover_heatmap.csv")}
 
 
 def ranking_files(config: dict, ext: str, **where) -> list[str]:
@@ -54,3 +57,34 @@ def figure_targets(config: dict) -> list[str]:
             + [paths.figure(f"rc_curves_{s}.png") for s in config["sources"]]
             + [paths.table(name) for name in TABLES]
             + heatmap_targets())
+
+
+def heatmap_analysis(config: dict) -> Analysis:
+    """The ranking analysis whose Conover p-values the heatmap draws: ``figures.heatmap`` with a null
+    ``group`` replaced by ``figures.clique_map_group`` and a null ``backbone`` / ``source`` by the
+    config's first one. The schema's default is the first column of the top-clique map: the clique map's
+    group (``rc``), first backbone, non-MCD, first source, ID ``test`` regime (misclassification); the
+    paper's Figure 2 (App. C.1) is that cell for group ``augrc``. A cell the config does not rank is an
+    error naming the setting."""
+    settings = figure_settings(config["figures"])
+    chosen = settings["heatmap"]
+    cell = Analysis(chosen["group"] or settings["clique_map_group"],
+                    chosen["backbone"] or next(iter(config["backbones"])), bool(chosen["mcd"]),
+                    chosen["source"] or next(iter(config["sources"])), chosen["regime"])
+    if cell not in analyses(config):
+        raise ValueError(
+            f"figures.heatmap: the config ranks no analysis {cell.name} (metric groups "
+            f"{sorted(config['ranking']['metric_groups'])}, backbones {list(config['backbones'])}, sources "
+            f"{list(config['sources'])}, regimes {list(REGIMES)}; mcd only for a backbone with dropout models "
+            "and mcd_samples > 0)")
+    return cell
+
+
+def heatmap_input(config: dict) -> str:
+    """The ranking JSON file of :func:`heatmap_analysis` (an output of the ``rank_csfs`` rule)."""
+    return output_paths(paths.rankings_dir(), [heatmap_analysis(config)])["json"][0]
+
+
+def heatmap_targets() -> list[str]:
+    """The files of the ``conover_heatmap`` rule (figure as PNG and PDF, p-value matrix as CSV)."""
+    return [HEATMAP_FILES["png"], HEATMAP_FILES["pdf"], HEATMAP_FILES["csv"]]

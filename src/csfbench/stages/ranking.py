@@ -1,0 +1,36 @@
+"""Job of ``rules/ranking.smk``: every ranking analysis of the results table (Friedman / Iman–Davenport,
+Conover post-hoc, maximal cliques and their greedy layers; Claros-Olivares & Brockmeier, §4.2 and App. C)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from csfbench.aggregate.ranking import Analysis, output_paths, rank_results, ranking_frame, ranking_settings, summary_row
+from csfbench.atomic import atomic_path, write_json
+
+log = logging.getLogger(__name__)
+
+
+def write_rankings(results_table: str | Path, settings_section: dict, cells: list[Analysis | dict],
+                   out_dir: str | Path, summary_csv: str | Path) -> list[dict[str, Any]]:
+    """Rank every analysis of ``cells`` (:class:`Analysis` or its fields as a dict) on the results table
+    and write their JSON/CSV files (:func:`output_paths`) and the summary table."""
+    settings = ranking_settings(settings_section)
+    cells = [c if isinstance(c, Analysis) else Analysis(**c) for c in cells]
+    results = rank_results(pd.read_parquet(results_table), cells, settings)
+    files = output_paths(out_dir, cells)
+    for result, json_path, csv_path in zip(results, files["json"], files["csv"]):
+        write_json(result, json_path, indent=1)
+        with atomic_path(csv_path) as tmp:
+            ranking_frame(result).to_csv(tmp, index=False)
+    with atomic_path(summary_csv) as tmp:
+        pd.DataFrame([summary_row(r) for r in results]).to_csv(tmp, index=False)
+    n_ok = sum(r["status"] == "ok" for r in results)
+    log.info("%d analyses ranked, %d skipped", n_ok, len(results) - n_ok)
+    for result in results:
+        if result["status"] != "ok":
+            log.info("skipped %s: %s", Analysis(**result["analysis"]).name, result["reason"])
+    return results
