@@ -45,7 +45,7 @@ rule all:
         results=paths.results_table(),
         projnorm=projnorm_outputs(),
         rankings=paths.ranking_summary(),
-        figures=report_targets.figure_targets(config),
+        figures=targets.figure_targets(config),
         nc_tables=nc_tables(),
         proximity_tables=proximity_outputs(),
     localrule: True

@@ -1,13 +1,13 @@
 # Figures and tables of Claros-Olivares & Brockmeier's paper (Figures 1-2, Tables 2, 8, 10) from the
 # rankings, the results table and the scores.
-from csfbench.report import targets as report_targets
+from csfbench import targets
 
 FIGURES = config["figures"]
 
 
 rule top_clique_map:
     input:
-        rankings=lambda w: report_targets.clique_map_inputs(config, w.backbone),
+        rankings=lambda w: targets.clique_map_inputs(config, w.backbone),
     output:
         csv=paths.table("top_cliques_{backbone}.csv"),
         png=report(paths.figure("top_cliques_{backbone}.png"), caption="../report/figure_top_cliques.rst",
@@ -34,7 +34,7 @@ rule top_clique_map:
 
 rule clique_layer_table:
     input:
-        rankings=report_targets.ranking_files(config, "json"),
+        rankings=targets.ranking_files(config, "json"),
     output:
         csv=report(paths.table("clique_layers.csv"), caption="../report/table_clique_layers.rst",
                    category="Tables"),
@@ -104,17 +104,17 @@ rule selected_configuration_tables:
 
 rule rc_curves:
     input:
-        scores=lambda w: report_targets.rc_inputs(config, w.source),
+        scores=lambda w: targets.rc_inputs(config, w.source),
     output:
         csv=paths.table("rc_curves_{source}.csv"),
         png=report(paths.figure("rc_curves_{source}.png"), caption="../report/figure_rc_curves.rst",
                    category="Figures"),
         pdf=paths.figure("rc_curves_{source}.pdf"),
     params:
-        shift_types=lambda w: report_targets.rc_shift_types(config, w.source),
+        shift_types=lambda w: targets.rc_shift_types(config, w.source),
         csfs=FIGURES["rc_curves"]["csfs"],
         ranking=config["ranking"],
-        title=lambda w: f"{w.source}: {report_targets.rc_model(config, w.source)}",
+        title=lambda w: f"{w.source}: {targets.rc_model(config, w.source)}",
     log:
         paths.log("figures", "rc_curves_{source}"),
     benchmark:
@@ -134,12 +134,12 @@ rule rc_curves:
 # heatmap and a CSV matrix.
 rule conover_heatmap:
     input:
-        ranking=lambda w: report_targets.heatmap_input(config),
+        ranking=lambda w: targets.heatmap_input(config),
     output:
-        csv=report_targets.HEATMAP_FILES["csv"],
-        png=report(report_targets.HEATMAP_FILES["png"], caption="../report/figure_conover_heatmap.rst",
+        csv=targets.HEATMAP_FILES["csv"],
+        png=report(targets.HEATMAP_FILES["png"], caption="../report/figure_conover_heatmap.rst",
                    category="Figures"),
-        pdf=report_targets.HEATMAP_FILES["pdf"],
+        pdf=targets.HEATMAP_FILES["pdf"],
     log:
         paths.log("figures", "conover_heatmap"),
     benchmark:

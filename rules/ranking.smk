@@ -5,7 +5,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from csfbench.aggregate.ranking import analyses as _analyses
-from csfbench.report import targets as report_targets
+from csfbench import targets
 
 RANKING_DIR = paths.rankings_dir()  # also read by rule all
 
@@ -14,8 +14,8 @@ rule rank_csfs:
     input:
         table=paths.results_table(),
     output:
-        json=report_targets.ranking_files(config, "json"),
-        csv=report_targets.ranking_files(config, "csv"),
+        json=targets.ranking_files(config, "json"),
+        csv=targets.ranking_files(config, "csv"),
         summary=report(
             paths.ranking_summary(),
             caption="../report/ranking_summary.rst",

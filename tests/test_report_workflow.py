@@ -7,8 +7,8 @@ from pylatexenc.latexwalker import LatexWalker
 
 from csfbench.aggregate.ranking import Analysis, analyses
 from csfbench.grid import eval_datasets
-from csfbench.report.targets import heatmap_analysis
-from csfbench.report.targets import rc_model
+from csfbench.targets import heatmap_analysis
+from csfbench.targets import rc_model
 from csfbench.settings import load_config
 from micro_run import MICRO, finished_micro_run
 

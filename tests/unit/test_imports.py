@@ -19,9 +19,9 @@ ROOT_PACKAGE = "csfbench"
 # arguments and must not reach for the workflow configuration or the file layout of a run.
 DOMAIN_PACKAGES = (
     "csf", "metrics", "stats", "geometry", "proximity", "shifts", "attacks", "projnorm",
-    "data", "features", "models", "training",
+    "data", "features", "models", "training", "aggregate", "report",
 )  # fmt: skip
-WORKFLOW_MODULES = ("config", "settings", "grid", "paths", "jobs", "stages")
+WORKFLOW_MODULES = ("config", "settings", "grid", "targets", "paths", "jobs", "stages")
 
 
 @dataclass(frozen=True)

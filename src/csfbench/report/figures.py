@@ -7,7 +7,7 @@ with matplotlib's headless Agg backend.
   clique, members are joined by a vertical line coloured by regime, and a side bar counts the cells
   each variant is in. Skipped cells are empty columns marked "n/a".
 - :func:`conover_matrix` / :func:`plot_conover_heatmap`: Figure 2 analogue, the pairwise Conover
-  p-values of one ranking analysis (:func:`csfbench.report.targets.heatmap_analysis`, setting ``figures.heatmap``; default the
+  p-values of one ranking analysis (:func:`csfbench.targets.heatmap_analysis`, setting ``figures.heatmap``; default the
   first column of the top-clique map: clique map group, first backbone, non-MCD, first source, ID test
   set; the paper's cell is that one for group ``augrc``) as a heatmap, entities ordered by mean rank,
   annotated to 3 d.p. as in the paper.

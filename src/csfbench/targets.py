@@ -1,4 +1,4 @@
-"""File targets of the ranking and figure rules (``rules/ranking.smk``, ``rules/figures.smk``), from the
+"""File targets of the ranking and figure rules (``rules/ranking.smk``, ``rules/figures.smk``) from the
 validated config."""
 from __future__ import annotations
 
