@@ -1,10 +1,12 @@
-"""A small synthetic results table (DESIGN.md metric rows) with hand-checkable selections and ranks.
+"""A small synthetic results table (the results table's metric rows, ``csfbench.evaluation.COLUMNS``) with
+hand-checkable selections and ranks.
 
 Test-split value of a row (a fraction, as stored): ``BASE[entity] * PARADIGM_FACTOR[paradigm]
 + 0.001 * run + 0.1 * (dataset index: test 0, near 1, far 2) + 0.05 * (dropout == 0)``, minus 0.005
 for MC-dropout rows (dropout-1 models only). Validation (``val``/``misclf``): 0.1 for the preferred
-dropout flag and 0.2 for the other, where Energy prefers dropout 0 and every other CSF dropout 1, so V3
-selects dropout 0 for Energy and dropout 1 otherwise (MCD variants exist for dropout 1 only).
+dropout flag and 0.2 for the other, where Energy prefers dropout 0 and every other CSF dropout 1, so the
+validation-based model selection picks dropout 0 for Energy and dropout 1 otherwise (MCD variants exist
+for dropout 1 only).
 """
 from __future__ import annotations
 

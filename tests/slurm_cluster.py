@@ -5,8 +5,8 @@ and socket).  `SlurmCluster` starts the three daemons and stops exactly those it
 files they wrote.  The node offers this machine's CPUs and memory (as `slurmd -C` reports them) and one
 fake GPU (a GRES backed by `/dev/null`), so rules that request `gpu=1` schedule.
 
-Hand-written because no maintained Python package starts a throw-away SLURM; the settings follow
-`../shared/ENVIRONMENT.md` ("A real SLURM cluster on one machine"):
+Hand-written because no maintained Python package starts a throw-away SLURM; the settings that make a
+one-machine cluster work:
 
 * munged runs as root with a root-owned key created by `mungekey` and a 0755 socket directory;
   slurm.conf points at that socket (`AuthInfo=socket=...`);

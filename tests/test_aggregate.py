@@ -1,4 +1,9 @@
-"""Results table merge and validation-based model selection (spec 000 §1.7 V3)."""
+"""Results table merge and validation-based model selection.
+
+The selection is that of Claros-Olivares & Brockmeier, *A Systematic Analysis of Out-of-Distribution
+Detection Under Representation and Training Paradigm Shifts* (preprint; no year or arXiv id in its text),
+App. E and Tables 8–10: per (source, paradigm, CSF variant, metric), the (dropout, reward) configuration
+with the best validation mean over runs, chosen separately for each metric as in the authors' code."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,4 +1,8 @@
-"""The CSF engine: variant registry, orientation of every variant, MCD variants, tuning, storage, bad input."""
+"""The CSF engine: variant registry, orientation of every variant, MCD variants, tuning, storage, bad input.
+
+The CSF variants are those of Claros-Olivares & Brockmeier, *A Systematic Analysis of Out-of-Distribution
+Detection Under Representation and Training Paradigm Shifts* (preprint; no year or arXiv id in its text),
+§3.2 and App. A.4 (Table 3)."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +24,8 @@ from csfbench.csf.logit_scores import softmax
 from csfbench.csf.views import build_views
 from csfbench.errors import FeatureFileError
 
-# spec 000 §3.4, written out independently of the registry: CSF -> supported variants
+# the variant support matrix (Claros-Olivares & Brockmeier, Table 3 and the N/A cells of Table 8; 83 variants
+# for a CNN, 82 for a ViT without Confidence), written out independently of the registry: CSF -> variants
 SUPPORT = {
     **{name: {"none", "global", "class", "class_avg", "class_pred"}
        for name in ("MSR", "MLS", "PE", "GEN", "REN", "GE", "PCE", "Energy", "CTM", "CTMmean")},
@@ -37,7 +42,7 @@ FIXED = {"projection": {"variance": 0.9}, "GEN": {"m": 3, "gamma": 0.1}, "REN": 
 FIXED_TUNING = TuningSettings(init_points=1, n_iter=0, seed=1, fixed=FIXED)
 
 
-def test_registry_has_83_cnn_and_82_vit_variants_matching_the_spec_matrix():
+def test_registry_has_83_cnn_and_82_vit_variants_matching_the_papers_support_matrix():
     cnn = {(csf.name, v) for csf, v in variants_for("vgg13")}
     vit = {(csf.name, v) for csf, v in variants_for("vit")}
     expected = {(name, v) for name, variants in SUPPORT.items() for v in variants}

@@ -11,7 +11,7 @@ Spearman correlation >= 0.9999 is required in addition.  Differences that are al
 * Mahalanobis uses the *unnormalised* scatter S plus a 1e-6 ridge, ``inv`` instead of ``pinv``, and
   half the squared distance: with Σ = S / (N-1), ours = -2 (N-1) · theirs (ridge negligible here).
 * GradNorm averages the per-class losses (cross-entropy to uniform): ours = C · (-theirs).  Its
-  gradient is taken w.r.t. the head weight only (``param_filter``), as in spec row 9.
+  gradient is taken w.r.t. the head weight only (``param_filter``), as GradNorm's definition (Huang et al., NeurIPS 2021) has it.
 * NNGuide keeps *every* fitted feature in its bank; it is fitted on exactly the rows that
   :func:`nnguide_bank` drew (recovered from the bank rows), so both search the same bank.
 * PNML has no bias augmentation and no ``P_perp`` branch (its exponent is always ``a / (1 + a)``).

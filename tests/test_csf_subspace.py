@@ -1,4 +1,7 @@
-"""Residual, ViM, NeCo and KPCA RecError kernels (spec 000 §2 rows 18–21, §2.2).
+"""Residual, ViM, NeCo and KPCA RecError kernels of Claros-Olivares & Brockmeier, *A Systematic Analysis
+of Out-of-Distribution Detection Under Representation and Training Paradigm Shifts* (preprint; no year
+or arXiv id in its text), App. A.3.11–A.3.13 (Wang et al., 2022; Ammar et al., 2023; Fang et al., 2025),
+with KPCA RecError in the Nyström form of the authors' code (github.com/cesar-claros/ood_systematic).
 
 References are independent of the implementation: hand-computed cases, explicit formulas with a
 different route (SVD instead of eigh, Cholesky instead of K^(-1/2), the kernel trick instead of
@@ -284,7 +287,9 @@ def test_nystrom_with_all_landmarks_is_the_exact_kernel_pca():
 
 
 def _direct_kpca(features, energy, gamma, n_landmarks, variance):
-    """Spec §2.2 steps 1–4 written out on the full N×L matrix (test reference, small N only)."""
+    """The Nyström fit written out on the full N×L matrix (test reference, small N only): unit-normalise,
+    take the L points with the smallest T·LSE(z/T) as landmarks, ψ = k(ĥ, X_ref) K_mm^(-1/2), keep the
+    top-q eigenvectors of the covariance of ψ."""
     landmarks = _unit(features[np.argsort(energy, kind="stable")[:n_landmarks]])
     values, vectors = np.linalg.eigh(rbf_kernel(landmarks, landmarks, gamma=gamma))
     normalizer = vectors @ np.diag(1 / np.sqrt(np.maximum(values, 1e-12))) @ vectors.T
@@ -296,7 +301,7 @@ def _direct_kpca(features, energy, gamma, n_landmarks, variance):
 
 
 def _direct_centred(x, landmarks, normalizer, mean, gamma):
-    """ψ(x) − ψ̄ by the spec formula."""
+    """ψ(x) − ψ̄ by the Nyström formula."""
     return rbf_kernel(_unit(x), landmarks, gamma=gamma) @ normalizer.T - mean
 
 
@@ -304,7 +309,7 @@ def _direct_centred(x, landmarks, normalizer, mean, gamma):
 @pytest.mark.parametrize("block_elements", [None, 64])
 def test_kpca_matches_direct_computation(monkeypatch, block_elements, max_condition):
     """Landmarks by the energy rule (L < N); the blockwise fit and score (one block or many), with the
-    covariance of ψ from explicitly mapped rows or from the kernel rows' scatter, equal the spec
+    covariance of ψ from explicitly mapped rows or from the kernel rows' scatter, equal the Nyström
     formulas applied to the whole N×L matrix at once."""
     if block_elements is not None:
         monkeypatch.setattr(blocks, "MAX_BLOCK_ENTRIES", block_elements)
@@ -380,11 +385,11 @@ def test_kpca_class_mode():
     scores = kpca.kpca_score_classes(test, state, gamma, pred)
     np.testing.assert_allclose(scores["class"], per_class.max(axis=1), atol=1e-10)
     np.testing.assert_allclose(scores["class_pred"], per_class[np.arange(40), pred], atol=1e-10)
-    avg = -np.linalg.norm(np.mean(projected, axis=0) - np.mean(centred, axis=0), axis=1)  # spec §2.2 step 6
+    avg = -np.linalg.norm(np.mean(projected, axis=0) - np.mean(centred, axis=0), axis=1)  # class_avg score
     np.testing.assert_allclose(scores["class_avg"], avg, atol=1e-8)
 
 
-# ---------------------------------------------------------------- orientation (spec §10 item 6)
+# ---------------------------------------------------------------- orientation (OOD below ID on average)
 
 @pytest.fixture(scope="module")
 def orientation_scores():

@@ -1,4 +1,9 @@
-"""Metrics: oracle values of spec 000 §4.1 and anchors-ood B1, brute-force references, schemes, errors."""
+"""Metrics: hand-computed risk–coverage values, brute-force references, schemes, errors.
+
+The AURC/AUGRC protocol is that of Claros-Olivares & Brockmeier, *A Systematic Analysis of
+Out-of-Distribution Detection Under Representation and Training Paradigm Shifts* (preprint; no year or
+arXiv id in its text), §4.1, computed with the tie-aware risk–coverage curves of FD-Shifts (Jaeger et
+al., ICLR 2023) and the AUGRC of Traub et al. (NeurIPS 2024)."""
 import logging
 import math
 
@@ -8,7 +13,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from csfbench import metrics as m
 
-# spec 000 §4.1 oracle table (×1000): confidences, residuals, AURC, AUGRC
+# hand-computed risk–coverage values (×1000): confidences, residuals, AURC, AUGRC; B has a tie
 ORACLE = {
     "A": ([0.9, 0.8, 0.7, 0.6, 0.5], [0, 0, 1, 0, 1], 156.666667, 120.0),
     "B": ([0.9, 0.8, 0.8, 0.6, 0.5], [0, 1, 0, 0, 1], 190.0, 140.0),
@@ -18,7 +23,8 @@ ORACLE = {
 
 
 def brute_force_area(conf, res, kind):
-    """Plain-loop transcription of the anchors-ood B1 pseudo-code, then the trapezoid rule."""
+    """Plain-loop transcription of FD-Shifts' tie-aware risk–coverage points (a point only where the
+    confidence changes), then the trapezoid rule."""
     order = sorted(range(len(conf)), key=lambda i: conf[i])
     c = [float(conf[i]) for i in order]
     r = [float(res[i]) for i in order]
@@ -159,7 +165,7 @@ def test_optima():
         assert m.augrc_optimal(res) == pytest.approx(f * f / 2)
         want = 1.0 if f == 1 else f + (1 - f) * math.log(1 - f)
         assert m.aurc_optimal(res) == pytest.approx(want, abs=1e-12)
-    # B1 caveat: a perfectly ranked pair of plateaus scores below the analytic optimum
+    # tie caveat: a perfectly ranked pair of plateaus scores below the analytic optimum
     res = np.arange(100) % 2
     assert m.aurc_optimal(res) * 1000 == pytest.approx(153.426, abs=1e-3)
     assert m.e_aurc(-res, res) * 1000 == pytest.approx(125.0 - 153.426, abs=1e-3)

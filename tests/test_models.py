@@ -29,7 +29,7 @@ def test_vgg13_full_width_matches_the_paper_architecture():
     convs = [m.out_channels for m in enc.modules() if isinstance(m, nn.Conv2d)]
     assert convs == [64, 64, 128, 128, 256, 256, 512, 512, 512, 512]
     n_params = sum(p.numel() for p in enc.parameters()) + 512 * 10 + 10
-    assert 9.0e6 < n_params < 9.8e6  # ~9.4 M with a 10-class head (ENVIRONMENT.md)
+    assert 9.0e6 < n_params < 9.8e6  # ~9.4 M with a 10-class head
     assert enc(torch.zeros(2, 3, 32, 32)).shape == (2, 512)
 
 
@@ -37,7 +37,7 @@ def test_vgg13_dropout_variant_and_64px_inputs():
     enc = VGG13Encoder(64, width=0.25, dropout=True)
     rates = [m.p for m in enc.modules() if isinstance(m, nn.Dropout)]
     assert rates == [0.3, 0.4, 0.4, 0.4, 0.4, 0.5, 0.5]
-    assert enc.fc[1].in_features == 128 * 2 * 2  # flattened 2×2 map at 64 px (spec §9 item 28)
+    assert enc.fc[1].in_features == 128 * 2 * 2  # flattened 2×2 map at 64 px: the feature size follows the input size
     assert enc(torch.zeros(1, 3, 64, 64)).shape == (1, 128)
     with pytest.raises(ValueError, match="divisible by 32"):
         VGG13Encoder(40)

@@ -1,4 +1,8 @@
-"""Neural-collapse metrics (spec 000 §7, §9 item 5).
+"""Neural-collapse metrics of Claros-Olivares & Brockmeier, *A Systematic Analysis of Out-of-Distribution
+Detection Under Representation and Training Paradigm Shifts* (preprint; no year or arXiv id in its text),
+§3.4 and App. D (Table 7), after Papyan et al. (2020). The within-class covariance Σ_W is taken about
+the class means (as in Papyan et al.; the paper's printed formula uses the global mean), with the
+authors' 1/(N·C) normaliser by default and Papyan's 1/N as the alternative.
 
 References are independent of the implementation: a constructed simplex-ETF geometry (every metric
 at its ideal value 0), closed forms derived by hand (a 3-class 2-D example and an isotropic ETF),
@@ -35,7 +39,8 @@ def _random_case(rng, n_classes=4, dim=6, n=48, balanced=False):
 
 
 def _reference_nc1(features, labels, n_classes, normalizer):
-    """Spec §7.1 literally: explicit Σ_B, Σ_W (class means) and numpy's pinv."""
+    """NC1 = (1/C) Tr(Σ_W Σ_B†) (Claros-Olivares & Brockmeier, §3.4) literally: explicit Σ_B, Σ_W (class
+    means) and numpy's pinv."""
     mu = features.mean(0)
     means = np.stack([features[labels == c].mean(0) for c in range(n_classes)])
     sigma_b = sum(np.outer(m - mu, m - mu) for m in means) / n_classes
@@ -162,7 +167,7 @@ def test_hand_example_single_functions():
     assert nc.max_equiangularity(weight) == pytest.approx(HAND_EXPECTED[nc.MAX_EQANG_WEIGHTS], rel=1e-12)
     assert nc.var_collapse(features, labels) == pytest.approx(2 / 27, rel=1e-12)
     assert nc.self_duality(weight, m) == pytest.approx(HAND_EXPECTED[nc.SELF_DUALITY], rel=1e-12)
-    # the trace form of the spec: 2 − 2 Tr(W Mᵀ)/(‖W‖_F ‖M‖_F)
+    # the paper's trace form (Claros-Olivares & Brockmeier, §3.4): 2 − 2 Tr(W Mᵀ)/(‖W‖_F ‖M‖_F)
     assert nc.self_duality(weight, m) == pytest.approx(
         2 - 2 * np.trace(weight @ m.T) / (np.linalg.norm(weight) * np.linalg.norm(m)), rel=1e-12)
 

@@ -1,4 +1,6 @@
-"""Proximity distances and near/mid/far regimes (spec 000 §6; oracle: §6.4 Table 4 → §1.2 Table 1)."""
+"""Proximity distances and near/mid/far regimes of Claros-Olivares & Brockmeier, *A Systematic Analysis
+of Out-of-Distribution Detection Under Representation and Training Paradigm Shifts* (preprint; no year
+or arXiv id in its text), §3.3 and App. B; oracle: their CLIP distances (Table 4) → groups (Table 1)."""
 import itertools
 
 import numpy as np
@@ -16,7 +18,7 @@ from csfbench.proximity.regimes import (
 )
 
 # ---------------------------------------------------------------------------------------------------
-# Oracle: spec §6.4 (paper Table 4, 4 d.p., ID "Test" row excluded) and §1.2 (paper Table 1).
+# Oracle: Claros-Olivares & Brockmeier, App. B Table 4 (4 d.p., ID "Test" row excluded) and §3.3 Table 1.
 # Columns in the paper's order: Kernel MMD | FD | Label-Text Alignment | Image Centroid Distance.
 # ---------------------------------------------------------------------------------------------------
 TABLE4 = {
@@ -51,7 +53,7 @@ TABLE4 = {
         "textures": (0.0016, 0.5232, 0.7613, 0.9780),
     },
 }
-TABLE1 = {  # spec §1.2
+TABLE1 = {  # Claros-Olivares & Brockmeier, Table 1
     "cifar10": {"near": {"cifar100", "tinyimagenet"}, "mid": {"isun", "lsun-resize", "lsun-crop", "svhn"},
                 "far": {"places365", "textures"}},
     "supercifar100": {"near": {"cifar10", "tinyimagenet"}, "mid": {"isun", "lsun-resize", "lsun-crop", "svhn"},

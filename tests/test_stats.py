@@ -1,8 +1,10 @@
-"""Statistics pipeline (spec 000 §5): the paper's worked example (Tables 5–6), Conover against the §5.3
-formula, Friedman against scipy, clique/layer rules, determinism and the `csfbench rank` CLI."""
+"""Statistics pipeline of Claros-Olivares & Brockmeier, *A Systematic Analysis of Out-of-Distribution
+Detection Under Representation and Training Paradigm Shifts* (preprint; no year or arXiv id in its text),
+§4.2 and App. C: the paper's worked example (App. C.1, Tables 5–6, Figure 2), Conover against the
+all-pairs formula of Conover (1999), Friedman against scipy, clique/layer rules, determinism and the
+`csfbench rank` CLI."""
 import itertools
 import json
-import math
 import subprocess
 import warnings
 
@@ -69,7 +71,7 @@ def as_sets(cliques):
     return {frozenset(c) for c in cliques}
 
 
-# --- the worked example (spec §5.7) -------------------------------------------------------------
+# --- the worked example (Claros-Olivares & Brockmeier, App. C.1) -------------------------------
 
 def test_example_table_is_consistent_with_table_5(example):
     matrix = block_matrix(example, BLOCKS, "csf", "score").values
@@ -101,7 +103,8 @@ def test_worked_example_mean_ranks(unadjusted):
 
 
 def test_worked_example_cliques_and_layers_unadjusted(unadjusted):
-    """Figure 2 / Table 6 (p_adjust none), including the ranked clique list of spec §5.7."""
+    """Figure 2 / Table 6 (p_adjust none), including the clique list sorted by (best rank, mean rank,
+    size ↓) that the greedy layering walks."""
     assert unadjusted["p_adjust"] == "none" and unadjusted["alpha"] == 0.05
     assert [set(c) for c in unadjusted["cliques"]] == [
         {"Confidence", "GEN"}, {"Confidence", "MSR"}, {"CTM", "MSR"}, {"CTM", "fDBD"}, {"Energy"}]
@@ -142,10 +145,11 @@ def test_default_p_adjust_is_none_the_paper_compatible_mode(example, unadjusted)
     assert rank_table(example, BLOCKS, "csf", "score") == unadjusted
 
 
-# --- Conover against an independent implementation of the §5.3 formula ----------------------------
+# --- Conover against an independent implementation of the Conover (1999) formula -----------------
 
 def conover_reference(values: np.ndarray) -> np.ndarray:
-    """Spec §5.3, written out directly (lower value = better, average ranks for ties)."""
+    """Conover's (1999) all-pairs t statistic for unreplicated blocks, written out directly (lower value =
+    better, average ranks for ties)."""
     n, k = values.shape
     ranks = np.vstack([stats.rankdata(row) for row in values])
     rank_sums = ranks.sum(axis=0)
@@ -187,7 +191,7 @@ def conover_cases():
 
 
 @pytest.mark.parametrize("values", list(conover_cases()), ids=lambda v: f"{v.shape[0]}x{v.shape[1]}")
-def test_conover_matches_the_spec_formula(values):
+def test_conover_matches_conovers_formula(values):
     names = [f"e{j}" for j in range(values.shape[1])]
     reference = conover_reference(values)
     got = conover_friedman(values, names, "none").to_numpy()
