@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/format_fixtures.py etc.
+from tests.helpers.repo import REPO
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # TEMPORARY: posthoc_data until it moves to helpers
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +26,8 @@ def repo() -> Path:
 @pytest.fixture(scope="session")
 def reference(tmp_path_factory):
     """(work folder, config file) of the uninterrupted core-config run shared by the crash, rerun and
-    manifest tests (tests/workflow_runs.py)."""
-    from workflow_runs import reference_run
+    manifest tests (tests/helpers/workflow_runs.py)."""
+    from tests.helpers.workflow_runs import reference_run
 
     return reference_run(tmp_path_factory.mktemp("reference-run"))
 
@@ -34,7 +36,7 @@ def reference(tmp_path_factory):
 def trained(tmp_path_factory):
     """A tiny Deep Gamblers VGG trained on the blobs (attack and ProjNorm tests): model, spec, train, test."""
     import torch
-    from training_helpers import tiny_spec, write_blobs
+    from tests.helpers.training import tiny_spec, write_blobs
 
     from csfbench.data.sources import source_split
     from csfbench.training.loop import train_model
@@ -51,11 +53,6 @@ def trained(tmp_path_factory):
     work = tmp_path_factory.mktemp("model")
     model = train_model(spec, train, val, work / "c.pt", work / "h.csv", work / "r.pt", device=torch.device("cpu"))
     return model.eval(), spec, train, source_split(spec.dataset, spec.val_size, "test")
-
-
-def venv_bin(name: str) -> str:
-    """An executable of the interpreter's environment (the project's .venv under `make test`)."""
-    return str(Path(sys.executable).parent / name)
 
 
 os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")

@@ -13,11 +13,12 @@ import itertools
 
 import numpy as np
 import pytest
-from csf_synthetic import make_splits
 
 from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
 from csfbench.csf.projection import GROUPS
 from csfbench.csf.registry import ALIASES, EXPECTED, variants_for
+
+from tests.helpers.csf_synthetic import make_splits
 
 FIXED = {"projection": {"variance": 0.9}, "GEN": {"m": 3, "gamma": 0.1}, "REN": {"m": 3, "gamma": 0.5},
          "NNGuide": {"k": 10, "alpha": 0.3}, "KPCA RecError": {"variance": 0.9, "gamma": 0.1, "n_landmarks": 50}}

@@ -3,14 +3,15 @@ defaults and rejects bad values and unknown keys before the DAG is built."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
 from csfbench.errors import ConfigError
 from csfbench.settings import load_yaml, validate_config
 
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
+from tests.helpers.repo import REPO
+
+CONFIG = REPO / "config" / "config.yaml"
 
 # The generator's defaults, written out independently of the schema: the values the demo generator
 # has always used, so that a config without a full spec keeps producing the same data.

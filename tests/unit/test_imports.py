@@ -12,7 +12,9 @@ from pathlib import Path
 
 import networkx as nx
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+from tests.helpers.repo import REPO
+
+SRC = REPO / "src"
 ROOT_PACKAGE = "csfbench"
 
 # Packages holding the methods (scores, metrics, statistics, data, models, ...): they take plain

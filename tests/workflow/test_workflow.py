@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, venv_bin
 from csfbench import paths
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
@@ -17,8 +16,10 @@ from csfbench.features.store import validate_feature_file
 from csfbench.grid import (adversarial_sets, corruption_sets, eval_datasets, iter_models, projnorm_sets,
                            scored_datasets, study_models)
 from csfbench.settings import load_config
-from micro_run import MICRO, finished_micro_run, snakemake
-from workflow_runs import scheduled_jobs, write_config
+
+from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
+from tests.helpers.repo import REPO, venv_bin
+from tests.helpers.workflow_runs import scheduled_jobs, write_config
 
 pytestmark = pytest.mark.workflow
 

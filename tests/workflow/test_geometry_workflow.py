@@ -6,7 +6,8 @@ import pytest
 from csfbench.grid import iter_models
 from csfbench.settings import load_config
 from csfbench.geometry.neural_collapse import METRICS, REGIMES
-from micro_run import MICRO, finished_micro_run
+
+from tests.helpers.micro_run import MICRO, finished_micro_run
 
 pytestmark = pytest.mark.workflow
 

@@ -13,7 +13,7 @@ from csfbench.features.store import read_features, validate_feature_file
 from csfbench.specs import EvalSet
 from csfbench.stages.features import extract
 from csfbench.stages.train import train
-from training_helpers import tiny_spec, with_params, write_blobs
+from tests.helpers.training import tiny_spec, with_params, write_blobs
 
 TRAIN_SCRIPT = """
 import sys, torch

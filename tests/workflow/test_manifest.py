@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import venv_bin
 from csfbench import paths
 from csfbench.manifest import build_manifest, file_digest
-from workflow_runs import MODEL, SOURCE, snakemake
+
+from tests.helpers.repo import venv_bin
+from tests.helpers.workflow_runs import MODEL, SOURCE, snakemake
 
 pytestmark = pytest.mark.workflow
 

@@ -20,12 +20,13 @@ import pytest
 import torch
 import yaml
 
-from conftest import REPO, venv_bin
 from csfbench import paths
 from csfbench.atomic import atomic_path
 from csfbench.features.store import FeatureWriter, read_features
 from csfbench.manifest import build_manifest
-from workflow_runs import (MODEL, SOURCE, copy_run, freeze, job_processes, snakemake, wait_for,
+
+from tests.helpers.repo import REPO, venv_bin
+from tests.helpers.workflow_runs import (MODEL, SOURCE, copy_run, freeze, job_processes, snakemake, wait_for,
                            write_config)
 
 pytestmark = pytest.mark.workflow

@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from conftest import venv_bin
 from csfbench.stats import (
     DEFAULT_P_ADJUST,
     IncompleteBlocksWarning,
@@ -28,6 +27,8 @@ from csfbench.stats import (
     rank_blocks,
     rank_table,
 )
+
+from tests.helpers.repo import venv_bin
 
 BLOCKS = ["dataset", "paradigm", "metric", "run"]
 CSFS = ["Confidence", "GEN", "MSR", "CTM", "fDBD", "Energy"]

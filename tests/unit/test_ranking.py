@@ -24,9 +24,10 @@ from csfbench.aggregate.selection import selected_rows
 from csfbench.settings import load_config, load_yaml, validate_config
 from csfbench.stages.ranking import write_rankings
 from csfbench.stats import rank_table
-from results_synthetic import synthetic_results
 
-from conftest import REPO
+from tests.helpers.repo import REPO
+from tests.helpers.results_synthetic import synthetic_results
+
 
 
 def _ranking(**override) -> dict:

@@ -10,7 +10,8 @@ from csfbench import grid, paths
 from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
 from csfbench.settings import load_config
-from micro_run import MICRO, finished_micro_run, snakemake
+
+from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
 
 pytestmark = pytest.mark.workflow
 SOURCE, MODEL = "demo10", "vgg13_dg_do1_rew2.2_run1"

@@ -5,7 +5,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import REPO, venv_bin
+from tests.helpers.repo import REPO, venv_bin
+
 
 MICRO = REPO / "tests/config/micro.yaml"
 _RUNS: dict[str, tuple[Path, float]] = {}

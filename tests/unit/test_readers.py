@@ -7,7 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.io
-from format_fixtures import (
+
+from csfbench.data.formats import FORMATS, open_dataset
+from csfbench.data.readers import SUPERCIFAR_HELD_OUT
+from csfbench.errors import DatasetError
+
+from tests.helpers.format_fixtures import (
     CIFAR100_FINE,
     COARSE_OF_FINE,
     TINY_WNIDS,
@@ -19,10 +24,6 @@ from format_fixtures import (
     write_svhn,
     write_tinyimagenet,
 )
-
-from csfbench.data.formats import FORMATS, open_dataset
-from csfbench.data.readers import SUPERCIFAR_HELD_OUT
-from csfbench.errors import DatasetError
 
 WRITERS = {
     "cifar10": write_cifar10,

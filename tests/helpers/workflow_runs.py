@@ -18,7 +18,8 @@ import psutil
 import yaml
 
 from csfbench.settings import load_config
-from micro_run import MICRO, snakemake
+
+from tests.helpers.micro_run import MICRO, snakemake
 
 MODEL = "vgg13_dg_do1_rew2.2_run1"
 SOURCE = "demo10"

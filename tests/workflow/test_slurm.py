@@ -12,20 +12,19 @@ Skipped (with the reason) where slurm-wlm/munge are missing and cannot be instal
 """
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import REPO, venv_bin
 from csfbench import paths
-from slurm_cluster import PARTITION, SYSTEM_CONF, SlurmCluster, ensure_installed, unavailable_reason
-from workflow_runs import MODEL, SOURCE, core_config, write_config
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-from dag_scale import plan_from_dry_run  # noqa: E402  (one parser of dry-run plans for both)
+from benchmarks.dag_scale import plan_from_dry_run  # one parser of dry-run plans for both
+from tests.helpers.repo import REPO, venv_bin
+from tests.helpers.slurm_cluster import PARTITION, SYSTEM_CONF, SlurmCluster, ensure_installed, unavailable_reason
+from tests.helpers.workflow_runs import MODEL, SOURCE, core_config, write_config
+
 
 pytestmark = pytest.mark.workflow
 

@@ -18,7 +18,9 @@ from csfbench.data.demo import (
 from csfbench.errors import ConfigError
 from csfbench.settings import load_yaml, validate_config
 
-CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+from tests.helpers.repo import REPO
+
+CONFIG = REPO / "config" / "config.yaml"
 
 SMALL = {
     "demo10": {"n_train": 200, "n_test": 30},

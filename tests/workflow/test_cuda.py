@@ -12,7 +12,8 @@ import torch
 
 from csfbench import grid, paths
 from csfbench.settings import load_config
-from micro_run import MICRO, snakemake
+
+from tests.helpers.micro_run import MICRO, snakemake
 
 pytestmark = [pytest.mark.cuda, pytest.mark.workflow,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible to torch")]

@@ -6,7 +6,8 @@ affects (its job-count table is parsed).  Adding an OOD set is covered by
 import pytest
 import yaml
 
-from workflow_runs import scheduled_jobs, write_config
+from tests.helpers.workflow_runs import scheduled_jobs, write_config
+
 
 pytestmark = pytest.mark.workflow
 UPSTREAM = ("demo_data", "index_dataset", "train", "extract_features")  # never rerun by a CSF setting

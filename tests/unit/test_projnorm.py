@@ -6,7 +6,6 @@ import pytest
 import torch
 from scipy import stats
 
-from pathlib import Path
 
 from csfbench import grid
 from csfbench.data.base import ArrayImageSet
@@ -18,6 +17,8 @@ from csfbench.projnorm.rows import metric_rows
 from csfbench.settings import load_config
 from csfbench.shifts.corruptions import corrupt_images
 from csfbench.specs import DatasetSpec, ModelSpec
+
+from tests.helpers.repo import REPO
 
 CPU = torch.device("cpu")
 SETTINGS = {"iterations": 12, "lr": 1e-2, "batch_size": 32, "momentum": 0.9, "weight_decay": 0.0, "seed": 1}
@@ -183,7 +184,7 @@ def test_finetune_rejects_bad_labels(trained):
 # ------------------------------------------------------------------ config helpers
 
 def test_study_sets_and_partner():
-    config = load_config(Path(__file__).parent / "config" / "micro.yaml")
+    config = load_config(REPO / "tests/config/micro.yaml")
     model = "vgg13_dg_do1_rew2.2_run1"
     assert grid.corruption_sets(config, "demo10") == [f"corrupt-contrast-{s}" for s in (1, 3, 5)]
     assert grid.adversarial_sets(config, "demo10", model) == ["pgd-eps8"]

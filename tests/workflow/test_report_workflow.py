@@ -10,7 +10,8 @@ from csfbench.grid import eval_datasets
 from csfbench.targets import heatmap_analysis
 from csfbench.targets import rc_model
 from csfbench.settings import load_config
-from micro_run import MICRO, finished_micro_run
+
+from tests.helpers.micro_run import MICRO, finished_micro_run
 
 pytestmark = pytest.mark.workflow
 

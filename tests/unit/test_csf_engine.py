@@ -11,7 +11,6 @@ from unittest import mock
 import h5py
 import numpy as np
 import pytest
-from csf_synthetic import make_splits
 
 from csfbench.csf import engine
 from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
@@ -23,6 +22,8 @@ from csfbench.csf.temperature import fit_temperature, temperature_nll
 from csfbench.csf.logit_scores import softmax
 from csfbench.csf.views import build_views
 from csfbench.errors import FeatureFileError
+
+from tests.helpers.csf_synthetic import make_splits
 
 # the variant support matrix (Claros-Olivares & Brockmeier, Table 3 and the N/A cells of Table 8; 83 variants
 # for a CNN, 82 for a ViT without Confidence), written out independently of the registry: CSF -> variants

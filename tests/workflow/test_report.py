@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from micro_run import MICRO, finished_micro_run, snakemake
+from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
+
 
 pytestmark = pytest.mark.workflow
 BROWSERS = ("chromium", "chromium-browser")

@@ -20,9 +20,10 @@ from csfbench.report.tables import (
     write_table,
 )
 from csfbench.settings import load_yaml, validate_config
-from results_synthetic import synthetic_results
 
-from conftest import REPO
+from tests.helpers.repo import REPO
+from tests.helpers.results_synthetic import synthetic_results
+
 
 
 def _section(name: str, **override) -> dict:

@@ -5,7 +5,6 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
-from csf_synthetic import make_splits
 
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
@@ -15,6 +14,8 @@ from csfbench.features.store import FeatureWriter
 from csfbench.settings import schema_default
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 from csfbench.stages.csf import fit_csf, score_csf
+
+from tests.helpers.csf_synthetic import make_splits
 
 MODEL = "vgg13_devries_do1_rew0_run1"
 SPEC = ModelSpec(source="syn", model=MODEL, backbone="vgg13", paradigm="devries", dropout=1, reward=0.0, run=1,

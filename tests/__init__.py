@@ -1,0 +1,1 @@
+"""csfbench's tests: unit/ (per package), workflow/ (Snakemake end to end), helpers/."""

@@ -1,0 +1,1 @@
+"""Shared test helpers: fixtures written in real on-disk formats, synthetic data, workflow runs."""

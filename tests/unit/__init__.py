@@ -1,0 +1,1 @@
+"""Unit tests of the csfbench package, one file per module or concern."""

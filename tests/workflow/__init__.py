@@ -1,0 +1,1 @@
+"""Workflow tests: Snakemake runs of tests/config/micro.yaml (marker `workflow`)."""
