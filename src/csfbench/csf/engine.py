@@ -22,13 +22,12 @@ import numpy as np
 
 from csfbench.csf import logit_scores as ls
 from csfbench.csf.inputs import SplitData
-from csfbench.csf.projection import GROUP_VARIANTS, ClassSubspaces, Pca, class_fit_data, class_rec_confidence, \
-    project, rec_confidence
+from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, project, projection_states,
+                                     rec_confidence)
 from csfbench.csf.registry import BY_NAME, EXPECTED, Csf, ModelContext, bounds, variants_for
 from csfbench.csf.temperature import fit_temperature
 from csfbench.csf.tuning import tune
 from csfbench.csf.views import View, build_views, variant_logits
-from csfbench.csf.distance_scores import class_means
 from csfbench.metrics import augrc
 
 log = logging.getLogger(__name__)
@@ -125,25 +124,11 @@ def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelConte
         return {"group": "none"}
     space = {"variance": (*tuning.search_space.get("projection", {}).get("variance", (0.85, 0.99)), "float")}
     fixed = tuning.fixed.get("projection", {})
+    state = projection_states(group, train.features, train.labels, train.correct, ctx.n_classes)
     if group == "global":
-        fit_rows = train.correct if train.correct.any() else np.ones(len(train), bool)
-        pca = Pca.fit(train.features[fit_rows])
-
-        def state(v):
-            return {"group": "global", "variance": v, "mean": pca.mean, "basis": pca.basis(v)}
-
         def val_conf(st):
             return rec_confidence(val.features, project(val.features, st["mean"], st["basis"]))
     else:
-        pcas = [Pca.fit(train.features[rows])
-                for rows in class_fit_data(train.features, train.labels, train.correct, ctx.n_classes)]
-        raw_means = class_means(train.features, train.labels, ctx.n_classes)
-
-        def state(v):
-            subspaces = ClassSubspaces.from_pcas(pcas, v)
-            return {"group": "class", "variance": v, "subspaces": subspaces,
-                    "mean_targets": subspaces.mean_targets(raw_means)}
-
         def val_conf(st):
             return class_rec_confidence(val.features, st["subspaces"]).max(1)
 

@@ -19,8 +19,11 @@ chunks, so memory stays bounded by the chunk, not by N × C × D.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
+
+from csfbench.csf.distance_scores import class_means
 
 GROUPS = ("none", "global", "class")
 GROUP_VARIANTS = {"none": ("none",), "global": ("global",), "class": ("class", "class_avg", "class_pred")}
@@ -226,3 +229,24 @@ def class_views(features: np.ndarray, pred: np.ndarray, subspaces: ClassSubspace
 
 def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+
+def projection_states(group: str, features: np.ndarray, labels: np.ndarray, correct: np.ndarray,
+                      n_classes: int) -> Callable[[float], dict]:
+    """The projection state of fit group ``global`` or ``class`` as a function of the variance fraction v
+    it keeps: the PCAs are fitted once here (one of the correctly classified training features, all of
+    them if none is; or one per class, :func:`class_fit_data`), the basis is cut at v per call.  The
+    ``class`` state carries the class targets m̂_c of the class variants (``mean_targets``)."""
+    if group == "global":
+        pca = Pca.fit(features[correct if correct.any() else np.ones(len(features), bool)])
+        return lambda v: {"group": "global", "variance": v, "mean": pca.mean, "basis": pca.basis(v)}
+    if group != "class":
+        raise ValueError(f"fit group {group!r} has no projection (expected 'global' or 'class')")
+    pcas = [Pca.fit(features[rows]) for rows in class_fit_data(features, labels, correct, n_classes)]
+    raw_means = class_means(features, labels, n_classes)
+
+    def state(v: float) -> dict:
+        subspaces = ClassSubspaces.from_pcas(pcas, v)
+        return {"group": "class", "variance": v, "subspaces": subspaces,
+                "mean_targets": subspaces.mean_targets(raw_means)}
+    return state

@@ -1,0 +1,268 @@
+"""The library interface ``csfbench.csf.detector`` against the CSF engine.
+
+For every (CSF, variant) of the registry the detector's scores equal the engine's for the same inputs
+and hyper-parameters: with the temperatures fitted on validation, through the engine's own
+``fit_mode``/``score_mode`` (deterministic and MC-dropout inputs; strict and the authors'-code
+quirks), and at T = 1 through the registry's ``fit``/``score`` on views of the engine's
+``fit_projection``.  The errors name the valid choices.  Fixture: 8 classes, 16 feature dimensions, 200 training rows; the scored split mixes
+in-distribution rows with isotropic outliers.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import numpy as np
+import pytest
+
+from csfbench.csf import detector
+from csfbench.csf.engine import TuningSettings, fit_mode, fit_projection, score_mode
+from csfbench.csf.inputs import SplitData
+from csfbench.csf.logit_scores import softmax
+from csfbench.csf.projection import GROUP_VARIANTS
+from csfbench.csf.registry import BY_NAME, CSFS, ModelContext, bounds, variants_for
+from csfbench.csf.views import build_views
+
+N_CLASSES, DIM, PASSES, BACKBONE = 8, 16, 4, "vgg13"
+SIZES = {"train": 200, "val": 120, "test": 100}
+PROJECTION_VARIANCE = 0.9
+# hyper-parameters that the midpoint of the search space would make too large for 200 training rows
+SMALL = {"NNGuide": {"k": 10}, "KPCA RecError": {"n_landmarks": 60}}
+GROUP_OF = {variant: group for group, variants in GROUP_VARIANTS.items() for variant in variants}
+CASES = [pytest.param(csf.name, variant, id=f"{csf.name}-{variant}") for csf, variant in variants_for(BACKBONE)]
+
+
+def _head() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(17)
+    means = np.zeros((N_CLASSES, DIM))
+    means[np.arange(N_CLASSES), np.arange(N_CLASSES)] = 4.0
+    means[:, N_CLASSES:] = rng.normal(size=(N_CLASSES, DIM - N_CLASSES)) * 0.5
+    return means, 2 * means / np.linalg.norm(means, axis=1, keepdims=True), rng.normal(size=N_CLASSES) * 0.1
+
+
+MEANS, WEIGHT, BIAS = _head()
+
+
+def _split(name: str, passes: int, seed: int) -> SplitData:
+    """ID rows μ_y + anisotropic noise (about 10 % misclassified); the ``test`` split adds outliers.
+
+    Features are float32, as stored.  MC-dropout pass logits are the head's logits plus strong pass
+    noise, so that the argmax of the mean softmax (the mcd prediction) differs from that of the mean
+    logits on some rows.
+    """
+    rng = np.random.default_rng(seed)
+    n = SIZES[name]
+    labels = rng.integers(0, N_CLASSES, n)
+    labels[:N_CLASSES] = np.arange(N_CLASSES)  # every class is present
+    scale = np.r_[np.full(N_CLASSES, 1.2), np.full(DIM - N_CLASSES, 0.3)]
+    h = MEANS[labels] + rng.normal(size=(n, DIM)) * scale
+    if name == "test":
+        h[n // 2:] = rng.normal(size=(n - n // 2, DIM)) * 1.5
+        labels[n // 2:] = -1
+    h = h.astype(np.float32)
+    z = h @ WEIGHT.T + BIAS
+    margin = np.diff(np.sort(z, 1)[:, -2:], axis=1)[:, 0]
+    confidence = 1 / (1 + np.exp(1 - margin))
+    if not passes:
+        return SplitData(name, "det", h, z, z, labels, z.argmax(1), confidence)
+    pass_logits = z[:, None, :] + rng.normal(size=(n, passes, N_CLASSES)) * 3.0
+    logits = pass_logits.mean(1)
+    return SplitData(name, "mcd", h, logits, logits, labels, softmax(pass_logits).mean(1).argmax(1), confidence,
+                     pass_logits)
+
+
+SPLITS = {mode: {name: _split(name, passes, seed) for seed, name in enumerate(SIZES)}
+          for mode, passes in (("det", 0), ("mcd", PASSES))}
+
+
+def _ctx(quirks: str = "strict") -> ModelContext:
+    return ModelContext(N_CLASSES, BACKBONE, "devries", WEIGHT, BIAS, WEIGHT, BIAS, quirks)
+
+
+def _midpoint(low, high, kind):
+    mid = (low + high) / 2
+    return int(round(mid)) if kind == "int" else mid
+
+
+def _hyper_parameters(name: str) -> dict:
+    """The centre of the CSF's search space for this model, with the SMALL overrides."""
+    space = {k: _midpoint(*b) for k, b in bounds(BY_NAME[name], _ctx()).items()}
+    return {**space, **SMALL.get(name, {})}
+
+
+FIXED = {"projection": {"variance": PROJECTION_VARIANCE}, **{csf.name: _hyper_parameters(csf.name) for csf in CSFS}}
+TUNING = TuningSettings(init_points=1, n_iter=0, seed=0, fixed=FIXED)
+
+
+def _inputs(split: SplitData, labelled: bool = True, prefix: str = "") -> dict:
+    """The detector's keyword arguments for a split: features, logits or pass logits, labels."""
+    out = {"features": split.features}
+    if split.pass_logits is None:
+        out["logits"] = split.logits
+    else:
+        out["pass_logits"] = split.pass_logits
+    if labelled:
+        out["labels"] = split.labels
+    return {prefix + key: value for key, value in out.items()}
+
+
+def _options(variant: str) -> dict:
+    return {"variant": variant, "projection_variance": None if variant == "none" else PROJECTION_VARIANCE}
+
+
+def _fitted_detector(name: str, variant: str, mode: str, **options):
+    splits = SPLITS[mode]
+    d = detector(name, **_options(variant), **options, **_hyper_parameters(name))
+    fit_inputs = _inputs(splits["train"])
+    if options.get("temperature_scaling") == "fit":
+        fit_inputs.update(_inputs(splits["val"], prefix="val_"))
+    assert d.fit(**fit_inputs, head_weight=WEIGHT, head_bias=BIAS) is d
+    return d
+
+
+def _score(d, mode: str) -> np.ndarray:
+    test = SPLITS[mode]["test"]
+    conf = d.score(**_inputs(test, labelled=False), confidence=test.confidence)
+    assert isinstance(conf, np.ndarray) and conf.dtype == np.float64 and conf.shape == (len(test),)
+    assert np.isfinite(conf).all()
+    return conf
+
+
+_ENGINE: dict = {}
+
+
+def _engine(group: str, mode: str, quirks: str):
+    """The engine's fitted group and its scores of the test split (computed once per group, mode, quirks)."""
+    key = group, mode, quirks
+    if key not in _ENGINE:
+        splits = SPLITS[mode]
+        fitted = fit_mode(group, splits["train"], splits["val"], _ctx(quirks), TUNING)
+        _ENGINE[key] = fitted, score_mode(splits["test"], fitted, _ctx(quirks))
+    return _ENGINE[key]
+
+
+@pytest.mark.parametrize("mode, quirks", [("det", "strict"), ("mcd", "strict"), ("det", "compat_authors")])
+@pytest.mark.parametrize("name, variant", CASES)
+def test_equals_the_engine_with_temperatures_fitted_on_validation(name, variant, mode, quirks):
+    fitted, scores = _engine(GROUP_OF[variant], mode, quirks)
+    assert not fitted.csfs[(name, variant)].undefined
+    d = _fitted_detector(name, variant, mode, temperature_scaling="fit", quirks=quirks)
+    assert d.temperature == pytest.approx(fitted.temperatures[variant], rel=1e-12)
+    np.testing.assert_allclose(_score(d, mode), scores[(name, variant)], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, variant", CASES)
+def test_equals_the_registry_at_temperature_one(name, variant):
+    """Reference: the registry's fit and score on the engine's views at T = 1, built as fit_mode does."""
+    csf, group, ctx = BY_NAME[name], GROUP_OF[variant], _ctx()
+    splits = SPLITS["det"]
+    ctx.base_temperature = 1.0
+    projection = fit_projection(group, splits["train"], splits["val"], ctx, TUNING)
+    temperatures = dict.fromkeys(GROUP_VARIANTS[group], 1.0)
+    owner = csf.shares.get(variant, variant)
+    params = FIXED[name]
+    train_view, test_view = (build_views(splits[s], projection, WEIGHT, BIAS, temperatures)[owner]
+                             for s in ("train", "test"))
+    expected = csf.score(csf.fit(train_view, ctx, params) if csf.fit else None, test_view, ctx, params)
+    if owner in csf.shares.values():
+        expected = expected[variant]
+    d = _fitted_detector(name, variant, "det")
+    assert d.temperature == 1.0
+    np.testing.assert_allclose(_score(d, "det"), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_given_temperature_reaches_the_scores():
+    at_one, at_two = (_score(_fitted_detector("MSR", "none", "det", temperature_scaling=t), "det") for t in (1.0, 2.0))
+    test = SPLITS["det"]["test"]
+    np.testing.assert_allclose(at_two, softmax(test.logits, 2.0).max(1), rtol=1e-12)
+    assert not np.allclose(at_one, at_two)
+
+
+def test_the_issue_example_shape():
+    train, test = SPLITS["det"]["train"], SPLITS["det"]["test"]
+    d = detector("NNGuide", k=10, alpha=0.3)
+    d.fit(features=train.features, logits=train.logits, labels=train.labels, head_weight=WEIGHT, head_bias=BIAS)
+    s = d.score(features=test.features, logits=test.logits)
+    assert s.shape == (len(test),) and s.dtype == np.float64
+    assert s[: len(test) // 2].mean() > s[len(test) // 2:].mean()  # ID rows above the outliers
+
+
+def test_the_package_exports_the_function_not_the_module():
+    importlib.import_module("csfbench.csf.detector")
+    from csfbench.csf import detector as exported
+
+    assert inspect.isfunction(exported) and exported is detector
+
+
+def test_no_hyper_parameter_is_shadowed_by_a_detector_option():
+    options = {p.name for p in inspect.signature(detector).parameters.values() if p.kind is p.KEYWORD_ONLY}
+    assert options == {"variant", "temperature_scaling", "projection_variance", "backbone", "quirks"}
+    assert not [(csf.name, key) for csf in CSFS for key in csf.space if key in options]
+
+
+@pytest.mark.parametrize("call, error, fragments", [
+    (lambda: detector("NoSuchCSF"), ValueError, ["unknown CSF 'NoSuchCSF'", "MSR", "KPCA RecError"]),
+    (lambda: detector("GEN", m=3, gamma=0.1, beta=1.0), TypeError, ["unknown", "beta", "GEN takes", "gamma, m"]),
+    (lambda: detector("KPCA RecError", variance=0.9), TypeError,
+     ["missing", "gamma, n_landmarks", "KPCA RecError takes the hyper-parameters gamma, n_landmarks, variance"]),
+    (lambda: detector("MSR", k=3), TypeError, ["unknown", "k", "MSR takes no hyper-parameters"]),
+    (lambda: detector("ViM", variant="global", projection_variance=0.9), ValueError,
+     ["ViM has no variant 'global'", "its variants are: none"]),
+    (lambda: detector("MSR", variant="pca"), ValueError, ["none, global, class, class_avg, class_pred"]),
+    (lambda: detector("MSR", variant="global"), ValueError, ["needs projection_variance"]),
+    (lambda: detector("MSR", variant="class", projection_variance=1.5), ValueError, ["in (0, 1]"]),
+    (lambda: detector("MSR", projection_variance=0.9), ValueError, ["projected variants only"]),
+    (lambda: detector("MSR", temperature_scaling=0.0), ValueError, ["> 0 or 'fit'"]),
+    (lambda: detector("MSR", temperature_scaling="auto"), ValueError, ["> 0 or 'fit'"]),
+    (lambda: detector("MSR", quirks="loose"), ValueError, ["strict, compat_authors"]),
+    (lambda: detector("Confidence", backbone="vit"), ValueError, ["CNN backbones only"]),
+])
+def test_invalid_construction_names_the_valid_choices(call, error, fragments):
+    with pytest.raises(error) as info:
+        call()
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def _fit(d, mode: str = "det", **extra):
+    return d.fit(**{**_inputs(SPLITS[mode]["train"]), **extra}, head_weight=WEIGHT, head_bias=BIAS)
+
+
+def test_score_before_fit_raises_for_every_csf_also_without_state():
+    for name in ("MSR", "Maha"):
+        with pytest.raises(RuntimeError, match="call fit"):
+            detector(name).score(**_inputs(SPLITS["det"]["test"], labelled=False))
+
+
+def test_confidence_needs_the_confidence_head_output():
+    d = _fit(detector("Confidence"))
+    with pytest.raises(ValueError, match="no confidence head output"):
+        d.score(**_inputs(SPLITS["det"]["test"], labelled=False))
+
+
+def test_validation_inputs_go_with_a_fitted_temperature_only():
+    val = _inputs(SPLITS["det"]["val"], prefix="val_")
+    with pytest.raises(TypeError, match="only with temperature_scaling='fit'"):
+        _fit(detector("MSR"), **val)
+    with pytest.raises(TypeError, match="needs val_features, val_labels and val_logits"):
+        _fit(detector("MSR", temperature_scaling="fit"))
+    with pytest.raises(ValueError, match="validation split, or for neither"):
+        _fit(detector("MSR", temperature_scaling="fit"), **_inputs(SPLITS["mcd"]["val"], prefix="val_"))
+
+
+def test_fit_and_score_take_the_same_input_mode():
+    with pytest.raises(ValueError, match="to both fit and score"):
+        _fit(detector("MSR"), "mcd").score(**_inputs(SPLITS["det"]["test"], labelled=False))
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"features": np.zeros((200, DIM + 1))}, "features must be N×16"),
+    ({"logits": np.zeros((200, N_CLASSES + 1))}, "logits must be 200×8"),
+    ({"pass_logits": np.zeros((200, 2, N_CLASSES))}, "exactly one of logits"),
+    ({"labels": np.full(200, N_CLASSES)}, "labels must lie in [0, 8)"),
+    ({"labels": np.zeros(200)}, "labels must be 200 integers"),
+])
+def test_inputs_are_checked_against_the_head(change, fragment):
+    with pytest.raises((TypeError, ValueError)) as info:
+        _fit(detector("MSR"), **change)
+    assert fragment in str(info.value)
