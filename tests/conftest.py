@@ -1,13 +1,9 @@
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.repo import REPO
-
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # TEMPORARY: posthoc_data until it moves to helpers
 
 
 @pytest.fixture(autouse=True)

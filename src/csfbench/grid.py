@@ -143,9 +143,12 @@ def csf_fit_config(config: dict, fit_group: str) -> dict:
     not rerun this fit.
     """
     used = {c.name for c in CSFS if set(c.variants) & set(GROUP_VARIANTS[fit_group])}
+    if config["csf"]["methods"] is not None:
+        used &= set(config["csf"]["methods"])
     used |= {"projection"} if fit_group != "none" else set()
     csf = config["csf"]
-    out = {key: value for key, value in csf.items() if key not in ("groups", "fixed", "search_space")}
+    out = {key: value for key, value in csf.items() if key not in ("groups", "fixed", "search_space", "methods")}
+    out["methods"] = None if csf["methods"] is None else sorted(used - {"projection"})
     for key in ("fixed", "search_space"):
         out[key] = {name: value for name, value in csf[key].items() if name in used}
     budgets = resolved_budgets(csf["tuning"])

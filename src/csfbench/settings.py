@@ -139,11 +139,14 @@ def _check_references(config: dict, origin: str) -> None:
 
 
 def _check_csf_names(csf: dict, origin: str) -> None:
-    """Every CSF named under ``fixed``, ``search_space`` and ``tuning/budgets`` must exist (or be
+    """Every CSF named under ``methods``, ``fixed``, ``search_space`` and ``tuning/budgets`` must exist (or be
     ``projection``), so that a misspelt name is an error, not a silently ignored setting."""
     from csfbench.csf.registry import BY_NAME
 
     known = sorted(BY_NAME) + ["projection"]
+    for name in csf["methods"] or ():
+        if name not in BY_NAME:
+            raise ConfigError(f"csf/methods/{name}", f"a CSF name of {sorted(BY_NAME)}", name, origin)
     for key, entries in (("fixed", csf["fixed"]), ("search_space", csf["search_space"]),
                          ("tuning/budgets", csf["tuning"]["budgets"])):
         for name in entries:

@@ -96,6 +96,7 @@ def _broken(config, path, value):
      ["csf/tuning/budgets/KPCA RecErr", "'projection'"]),
     (("csf", "tuning", "budgets"), {"GEN": {"init_points": 0, "n_iter": 3}},
      ["csf/tuning/budgets/GEN/init_points", "minimum 1"]),
+    (("csf", "methods"), ["MSR", "Knn"], ["csf/methods/Knn", "'KNN'", "'Knn'"]),
     (("proximity", "precedence"), "both", ["proximity/precedence", "'both'"]),
     (("proximity", "encoder", "kind"), "clip", ["proximity/encoder", "clip"]),
     (("geometry", "nc", "normalizer"), "papyan2", ["geometry/nc/normalizer", "papyan2"]),
@@ -140,3 +141,18 @@ def test_fit_params_carry_the_resolved_budgets_of_the_group_only(demo):
     validate_config(spelled)
     assert csf_fit_config(spelled, "none") == csf_fit_config(config, "none")
     assert csf_fit_config(spelled, "class") != csf_fit_config(config, "class")
+
+
+def test_csf_methods_select_what_a_fit_computes_and_a_fit_reruns_only_for_its_own_methods(demo):
+    """``csf.methods`` null = every registry CSF; a list restricts each fit group to the listed CSFs it has,
+    so adding a `none`-only detector changes the `none` fit's params and leaves the `global` fit's alone."""
+    assert demo["csf"]["methods"] is None and csf_fit_config(demo, "none")["methods"] is None
+    config = copy.deepcopy(demo)
+    config["csf"]["methods"] = ["MSR", "ViM"]
+    validate_config(config)
+    assert csf_fit_config(config, "none")["methods"] == ["MSR", "ViM"]
+    assert csf_fit_config(config, "global")["methods"] == ["MSR"]  # ViM has only the unprojected variant
+    more = copy.deepcopy(config)
+    more["csf"]["methods"] = ["MSR", "ViM", "KNN"]
+    assert csf_fit_config(more, "global") == csf_fit_config(config, "global")
+    assert csf_fit_config(more, "none")["methods"] == ["KNN", "MSR", "ViM"]

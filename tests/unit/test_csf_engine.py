@@ -37,18 +37,25 @@ SUPPORT = {
     **{name: {"none", "global", "class_avg", "class_pred"} for name in ("NNGuide", "fDBD", "Maha", "pNML")},
     "Confidence": {"none"},
 }
+# the post-hoc detectors of ICONIC-444 and ImageNet-OOD, on the unprojected outputs only
+POSTHOC = ("MSP", "EBO", "ODIN", "KLM", "OpenMax", "KNN", "ReAct", "ASH-S", "ASH-B", "ASH-P", "SCALE", "DICE", "RMDS",
+           "SHE", "MaxCosine")
 # every tunable parameter fixed: the orientation and storage tests check the scores, not the search
 FIXED = {"projection": {"variance": 0.9}, "GEN": {"m": 3, "gamma": 0.1}, "REN": {"m": 3, "gamma": 0.5},
-         "NNGuide": {"k": 10, "alpha": 0.3}, "KPCA RecError": {"variance": 0.9, "gamma": 0.1, "n_landmarks": 50}}
+         "NNGuide": {"k": 10, "alpha": 0.3}, "KPCA RecError": {"variance": 0.9, "gamma": 0.1, "n_landmarks": 50},
+         "ODIN": {"temperature": 10.0}, "KNN": {"k": 5}, "ReAct": {"percentile": 90.0},
+         **{name: {"percentile": 80.0} for name in ("ASH-S", "ASH-B", "ASH-P", "SCALE")}, "DICE": {"percentile": 50.0}}
 FIXED_TUNING = TuningSettings(init_points=1, n_iter=0, seed=1, fixed=FIXED)
 
 
-def test_registry_has_83_cnn_and_82_vit_variants_matching_the_papers_support_matrix():
+def test_registry_has_83_cnn_and_82_vit_variants_matching_the_papers_support_matrix_plus_the_posthoc_detectors():
     cnn = {(csf.name, v) for csf, v in variants_for("vgg13")}
     vit = {(csf.name, v) for csf, v in variants_for("vit")}
     expected = {(name, v) for name, variants in SUPPORT.items() for v in variants}
-    assert len(cnn) == 83 and cnn == expected
-    assert len(vit) == 82 and vit == expected - {("Confidence", "none")}
+    posthoc = {(name, "none") for name in POSTHOC}
+    assert len(expected) == 83 and len(posthoc) == 15
+    assert cnn == expected | posthoc
+    assert vit == (expected - {("Confidence", "none")}) | posthoc
 
 
 def _fit_and_score(group, splits, ctx, tuning=FIXED_TUNING):
@@ -68,6 +75,14 @@ def test_every_variant_gives_far_ood_lower_confidence(group, passes):
     wrong = {key: (scores["test"][key].mean(), scores["ood"][key].mean()) for key in expected
              if not scores["test"][key].mean() > scores["ood"][key].mean()}
     assert not wrong, f"OOD not less confident than ID for {wrong}"
+
+
+def test_a_methods_selection_fits_and_scores_only_those_csfs_with_their_expected_variants():
+    splits, ctx = make_splits(passes=4)
+    fitted = fit_mode("none", splits["train"], splits["val"], ctx, FIXED_TUNING, frozenset({"MSR", "KNN"}))
+    assert set(fitted.csfs) == {("MSR", "none"), ("KNN", "none")}
+    assert set(score_mode(splits["test"], fitted, ctx)) == {("MSR", "none"), ("KNN", "none"), ("EMSR", "none"),
+                                                           ("MI", "none")}
 
 
 def test_class_variants_match_an_explicit_per_class_projection():

@@ -27,7 +27,7 @@ N_CLASSES, DIM, PASSES, BACKBONE = 8, 16, 4, "vgg13"
 SIZES = {"train": 200, "val": 120, "test": 100}
 PROJECTION_VARIANCE = 0.9
 # hyper-parameters that the midpoint of the search space would make too large for 200 training rows
-SMALL = {"NNGuide": {"k": 10}, "KPCA RecError": {"n_landmarks": 60}}
+SMALL = {"NNGuide": {"k": 10}, "KPCA RecError": {"n_landmarks": 60}, "KNN": {"k": 10}}
 GROUP_OF = {variant: group for group, variants in GROUP_VARIANTS.items() for variant in variants}
 CASES = [pytest.param(csf.name, variant, id=f"{csf.name}-{variant}") for csf, variant in variants_for(BACKBONE)]
 

@@ -175,8 +175,10 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
     return FittedCsf(params, state, probed, objectives)
 
 
-def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings) -> FittedMode:
-    """Fit the projection, temperatures and every (CSF, variant) of ``group`` in one input mode."""
+def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings,
+             methods: frozenset[str] | None = None) -> FittedMode:
+    """Fit the projection, temperatures and every (CSF, variant) of ``group`` in one input mode, among the
+    CSFs named in ``methods`` (None: every CSF of the registry)."""
     _check_fit_inputs(train, val)
     check_dims(train, ctx)
     check_dims(val, ctx)
@@ -190,7 +192,7 @@ def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tu
     log.info("%s/%s: projection and temperatures %s in %.1fs", group, train.mode,
              {k: round(v, 4) for k, v in temperatures.items()}, time.perf_counter() - t0)
     fitted: dict[tuple[str, str], FittedCsf] = {}
-    for csf, variant in variants_for(ctx.backbone, GROUP_VARIANTS[group]):
+    for csf, variant in variants_for(ctx.backbone, GROUP_VARIANTS[group], methods):
         t0 = time.perf_counter()
         owner = csf.shares.get(variant)
         if owner is not None:
@@ -243,11 +245,11 @@ def score_mode(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[
 
 
 def expected_scores(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[tuple[str, str], np.ndarray]:
-    """MCD-E variants: per-pass logit/softmax scores averaged over passes, and −MI (as in the authors'
-    ``mcd_expected_function``)."""
+    """MCD-E variants of the fitted ones among :data:`EXPECTED`: per-pass logit/softmax scores averaged
+    over passes, and −MI (as in the authors' ``mcd_expected_function``)."""
     t = fitted.temperatures["none"]
     out = {}
-    for name in EXPECTED:
+    for name in (n for n in EXPECTED if (n, "none") in fitted.csfs):
         csf, params = BY_NAME[name], fitted.csfs[(name, "none")].params
         per_pass = [csf.score(None, View("pass", split, None, split.pass_logits[:, p], t), ctx, params)
                     for p in range(split.pass_logits.shape[1])]

@@ -6,8 +6,9 @@ features of the same variant (every statistic is refitted in the variant's featu
 authors' code),
 and ``score(state, view, ctx, hp) -> confidence`` (N,), **higher = more confident / more ID**.
 ``space`` is the hyper-parameter search space tuned on validation; an upper bound of
-``"n_classes"`` means C.  The registry yields 83 non-MCD variants for a CNN paradigm and 82 for a
-ViT (no paradigm confidence head), tested against the support matrix of docs/methods.md.
+``"n_classes"`` means C.  The seed paper's CSFs give 83 non-MCD variants for a CNN paradigm and 82 for
+a ViT (no paradigm confidence head), tested against the support matrix of docs/methods.md; the
+post-hoc detectors of ICONIC-444 and ImageNet-OOD add 15 more, on the unprojected outputs only.
 
 Quirks of the authors' code (github.com/cesar-claros/ood_systematic) are reproduced with
 ``quirks="compat_authors"``; the default ``"strict"`` uses the paper's consistent form:
@@ -23,9 +24,14 @@ from typing import Callable
 
 import numpy as np
 
+from csfbench.csf import class_templates as templates
 from csfbench.csf import distance_scores as dist
+from csfbench.csf import feature_shaping as shaping
 from csfbench.csf import kpca
+from csfbench.csf import logit_methods
 from csfbench.csf import logit_scores as ls
+from csfbench.csf import openmax
+from csfbench.csf.knn import KNN_GRID, knn_fit, knn_score
 from csfbench.csf.fdbd import fdbd
 from csfbench.csf.gradnorm import gradnorm
 from csfbench.csf.nnguide import nnguide_bank, nnguide_score
@@ -70,6 +76,16 @@ class Csf:
     # variant -> variant whose fitted state and hyper-parameters it shares (KPCA class modes); the
     # owner's ``score`` then returns {variant: confidence} for all sharing variants in one pass
     shares: dict = field(default_factory=dict)
+
+
+def _span(grid: dict[str, tuple], kind: str) -> dict:
+    """A search space spanning a published grid: {param: (min, max, kind)}."""
+    return {name: (min(values), max(values), kind) for name, values in grid.items()}
+
+
+def _ash(rule: str) -> Callable:
+    """ASH-S, ASH-B or ASH-P (``rule`` s, b, p) on the view's features, then the head's energy."""
+    return lambda state, view, ctx, hp: shaping.ash_score(view.features, ctx.weight, ctx.bias, hp["percentile"], rule)
 
 
 def _int_bounds_m() -> dict:
@@ -205,21 +221,55 @@ CSFS: tuple[Csf, ...] = (
     Csf("ViM", ("none",), _vim_score, _vim_fit),
     Csf("NeCo", ("none",), _neco_score, lambda t, c, hp: sub.neco_fit(t.features, 100)),
     Csf("Confidence", ("none",), _confidence, cnn_only=True),
+    # Post-hoc detectors of ICONIC-444 (Krumpl, Avenhaus & Possegger, arXiv 2601.10802, §3 and Table 7)
+    # and ImageNet-OOD (Yang, Zhang & Russakovsky, ICLR 2024, arXiv 2310.01755, §3) computed from the
+    # stored outputs, on the unprojected features and logits; search ranges span their grids
+    Csf("MSP", ("none",), lambda s, v, c, hp: ls.msr(ls.softmax(v.logits, 1.0))),
+    Csf("EBO", ("none",), lambda s, v, c, hp: ls.energy(v.logits, 1.0)),
+    Csf("ODIN", ("none",), lambda s, v, c, hp: logit_methods.odin(v.logits, hp["temperature"]),
+        space=_span(logit_methods.ODIN_GRID, "float")),
+    Csf("KLM", ("none",), lambda s, v, c, hp: templates.klm_score(s, v.logits),
+        lambda t, c, hp: templates.klm_fit(t.logits)),
+    Csf("OpenMax", ("none",), lambda s, v, c, hp: openmax.openmax_score(s, v.logits),
+        lambda t, c, hp: openmax.openmax_fit(t.logits, t.split.labels)),
+    Csf("KNN", ("none",), lambda s, v, c, hp: knn_score(s, v.features, int(hp["k"])),
+        lambda t, c, hp: knn_fit(t.features), space=_span(KNN_GRID, "int")),
+    Csf("ReAct", ("none",), lambda s, v, c, hp: shaping.react_score(s, v.features, c.weight, c.bias),
+        lambda t, c, hp: shaping.react_fit(t.features, hp["percentile"]),
+        space=_span(shaping.REACT_GRID, "float")),
+    *(Csf(f"ASH-{rule.upper()}", ("none",), _ash(rule), space=_span(shaping.ASH_GRID, "float"))
+      for rule in ("s", "b", "p")),
+    Csf("SCALE", ("none",), lambda s, v, c, hp: shaping.scale_score(v.features, c.weight, c.bias, hp["percentile"]),
+        space=_span(shaping.SCALE_GRID, "float")),
+    Csf("DICE", ("none",), lambda s, v, c, hp: shaping.dice_score(s, v.features, c.bias),
+        lambda t, c, hp: shaping.dice_fit(t.features, c.weight, hp["percentile"]),
+        space=_span(shaping.DICE_GRID, "float")),
+    Csf("RMDS", ("none",), lambda s, v, c, hp: templates.rmds_score(s, v.features),
+        lambda t, c, hp: templates.rmds_fit(t.features, t.split.labels, c.n_classes)),
+    Csf("SHE", ("none",), lambda s, v, c, hp: templates.she_score(s, v.features, v.logits),
+        lambda t, c, hp: templates.she_fit(t.features, t.logits, t.split.labels)),
+    Csf("MaxCosine", ("none",), lambda s, v, c, hp: dist.max_cosine(v.features, c.weight)),
 )
 
 BY_NAME = {csf.name: csf for csf in CSFS}
 # MCD-E ("expected") variants: the mean over dropout passes of these per-pass scores (authors' code)
 EXPECTED = ("MSR", "MLS", "PE", "GEN", "REN", "GE", "PCE", "Energy")
 # Pairs of (CSF, variant) score keys of one model that coincide by definition, {(a, b): one-line reason};
-# any other two variants must give different confidences (tests/unit/test_csf_aliases.py).  None
-# coincide today: e.g. CTM and CTMmean differ in every variant (head weights w_k vs class means).
-ALIASES: dict[tuple[tuple[str, str], tuple[str, str]], str] = {}
+# any other two variants must give different confidences (tests/unit/test_csf_aliases.py).  E.g. CTM and
+# CTMmean differ in every variant (head weights w_k vs class means).
+ALIASES: dict[tuple[tuple[str, str], tuple[str, str]], str] = {
+    (("CTM", "none"), ("MaxCosine", "none")):
+        "ImageNet-OOD's Max-Cosine is the maximum cosine of h with the head's class weights, which is CTM",
+}
 
 
-def variants_for(backbone: str, variants: tuple[str, ...] = VARIANTS) -> list[tuple[Csf, str]]:
-    """(CSF, variant) pairs a model of ``backbone`` gets for the given projection variants."""
+def variants_for(backbone: str, variants: tuple[str, ...] = VARIANTS,
+                 methods: frozenset[str] | None = None) -> list[tuple[Csf, str]]:
+    """(CSF, variant) pairs a model of ``backbone`` gets for the given projection variants, among the CSFs
+    named in ``methods`` (None: every CSF of the registry)."""
     return [(csf, v) for v in variants for csf in CSFS
-            if v in csf.variants and not (csf.cnn_only and backbone == "vit")]
+            if v in csf.variants and not (csf.cnn_only and backbone == "vit")
+            and (methods is None or csf.name in methods)]
 
 
 def bounds(csf: Csf, ctx: ModelContext, overrides: dict | None = None) -> dict[str, tuple]:

@@ -43,7 +43,8 @@ def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str |
     quirks = csf_settings["quirks"]
     tuning = TuningSettings.from_config(csf_settings)
     train, val = (load_splits(path, spec.modes, expect) for path in (train_h5, val_h5))
-    modes = {mode: fit_mode(fit_group, train[mode], val[mode], _context(spec, head, quirks), tuning)
+    methods = None if csf_settings["methods"] is None else frozenset(csf_settings["methods"])
+    modes = {mode: fit_mode(fit_group, train[mode], val[mode], _context(spec, head, quirks), tuning, methods)
              for mode in spec.modes}
     attrs = {"source": spec.source, "model": spec.model, "group": fit_group, "quirks": quirks,
              "csf_config": json.dumps(csf_settings, sort_keys=True), "config_hash": spec_hash(spec.to_dict()),

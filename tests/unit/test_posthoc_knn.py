@@ -1,0 +1,78 @@
+"""KNN (csfbench.csf.knn): hand-computed distances, zero rows, blocking, orientation, and agreement
+with pytorch-ood 0.4.0's KNN (scikit-learn's exact search) and with faiss-cpu's exact ``IndexFlatL2``
+(squared distances: ours = −sqrt(theirs))."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from csfbench.csf import blocks
+from csfbench.csf.knn import KNN_GRID, knn_fit, knn_score
+
+from tests.helpers.posthoc_data import FLOAT32, agree, gaussian_outputs, outlier, pytorch_ood, separation
+
+
+@pytest.fixture(scope="module")
+def data():
+    return gaussian_outputs()
+
+
+def test_knn_by_hand():
+    state = knn_fit(np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]))  # unit: e1, e2, (e1 + e2)/√2
+    # from e1: distances 0, √2 and √(2 − √2), and from the zero row 1 to every unit vector
+    queries = np.array([[3.0, 0.0], [0.0, 0.0]])
+    np.testing.assert_allclose(knn_score(state, queries, 1), [0.0, -1.0], atol=1e-6)
+    np.testing.assert_allclose(knn_score(state, queries, 2), [-math.sqrt(2 - math.sqrt(2)), -1.0], atol=1e-6)
+    np.testing.assert_allclose(knn_score(state, queries, 3), [-math.sqrt(2), -1.0], atol=1e-6)
+
+
+def test_an_all_zero_training_row_is_the_zero_vector():
+    state = knn_fit(np.array([[0.0, 0.0], [1.0, 0.0]]))
+    np.testing.assert_allclose(knn_score(state, np.array([[0.0, 5.0]]), 1), [-1.0], atol=1e-6)
+
+
+def test_k_must_fit_the_bank():
+    state = knn_fit(np.ones((3, 2)))
+    for k in (0, 4):
+        with pytest.raises(ValueError, match="bank size"):
+            knn_score(state, np.ones((1, 2)), k)
+
+
+def test_blocks_do_not_change_the_scores_beyond_float32_rounding(data, monkeypatch):
+    state = knn_fit(data["train"])
+    whole = knn_score(state, data["test"], 7)
+    monkeypatch.setattr(blocks, "MAX_BLOCK_ENTRIES", 5 * len(data["train"]))  # a few rows per block
+    # the float32 product rounds differently for other block shapes: equal within its ~1e-6 error
+    np.testing.assert_allclose(knn_score(state, data["test"], 7), whole, rtol=0, atol=2e-6)
+
+
+def test_orientation(data):
+    assert separation(knn_score(knn_fit(data["train"]), data["test"], 10)) > 0.95
+
+
+def test_grid_is_iconic_table_7():
+    assert KNN_GRID == {"k": (50, 100, 200, 500, 1000)}
+
+
+@pytest.mark.parametrize("k", [1, 10, 50])
+def test_agrees_with_pytorch_ood(data, k):
+    import torch
+
+    detector = pytorch_ood().KNN(None, k=k)
+    detector.fit_features(torch.tensor(data["train"]), torch.tensor(data["y_train"]))
+    theirs = outlier(detector.predict_features(torch.tensor(data["test"])))
+    agree(knn_score(knn_fit(data["train"]), data["test"], k), theirs, FLOAT32)
+
+
+def test_agrees_with_faiss(data):
+    faiss = pytest.importorskip("faiss", reason="faiss-cpu (test extra) is not installed")
+
+    def unit(x):
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+    index = faiss.IndexFlatL2(data["train"].shape[1])
+    index.add(unit(data["train"]))
+    squared, _ = index.search(unit(data["test"]), 50)
+    agree(knn_score(knn_fit(data["train"]), data["test"], 50), -np.sqrt(squared[:, -1]), FLOAT32)
