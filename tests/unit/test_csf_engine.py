@@ -177,8 +177,8 @@ def test_a_tuned_state_is_the_best_probes_state_and_is_not_refitted():
             return csf.fit(train, c, hp)
         return dataclasses.replace(csf, fit=fit)
 
-    def counted_variants(backbone, variants):
-        return [(counted(csf) if csf.name in fits else csf, v) for csf, v in variants_for(backbone, variants)]
+    def counted_variants(backbone, variants, methods):
+        return [(counted(csf) if csf.name in fits else csf, v) for csf, v in variants_for(backbone, variants, methods)]
 
     with mock.patch.object(engine, "variants_for", counted_variants):
         fitted = fit_mode("global", splits["train"], splits["val"], ctx, tuning)

@@ -24,7 +24,7 @@ SPEC = ModelSpec(source="syn", model=MODEL, backbone="vgg13", paradigm="devries"
                  dataset=DatasetSpec("syn", "npy", "unused"), val_size=400)
 GROUPS = ["none", "global", "class"]
 # the complete csf settings of a fit (as grid.csf_fit_config cuts them; the budgets are the schema's default)
-CSF_CFG = {"quirks": "strict", "tuning": {"init_points": 2, "n_iter": 1, "seed": 1,
+CSF_CFG = {"methods": None, "quirks": "strict", "tuning": {"init_points": 2, "n_iter": 1, "seed": 1,
                                           "budgets": schema_default("csf/tuning/budgets")},
            "fixed": {}, "search_space": {"KPCA RecError": {"n_landmarks": [40, 80]}}}
 SETS = {"val": EvalSet("val", "id", "val"),
