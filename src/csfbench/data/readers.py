@@ -111,10 +111,31 @@ def _is_image(path: Path) -> bool:
 # CIFAR python pickles (CIFAR-10, CIFAR-100, SuperCIFAR-100)
 
 
+#: the only globals an official CIFAR python batch (or a faithful re-pickling of one) references:
+#: numpy array and scalar reconstruction, and ``_codecs.encode``, with which Python 3 pickles bytes at
+#: protocol 2.  Everything else (``os.system``, ``builtins.eval``, ...) is refused before it is looked up.
+CIFAR_PICKLE_GLOBALS = frozenset({
+    *((module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray") for name in ("_reconstruct", "scalar")),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+})  # fmt: skip
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """An unpickler that admits only :data:`CIFAR_PICKLE_GLOBALS`: pickle is the CIFAR batches' own
+    distribution format, and a plain ``pickle.load`` would run whatever code a crafted file names."""
+
+    def find_class(self, module: str, name: str) -> object:
+        if (module, name) not in CIFAR_PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"refused global {module}.{name}: a CIFAR batch holds only numpy arrays, "
+                                         "lists, dicts, bytes, str and int")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> object:
-    # Pickle IS the dataset's own distribution format ("python version" of CIFAR); bytes keys.
+    """The content of a CIFAR python batch (bytes keys), through :class:`_CifarUnpickler`."""
     with path.open("rb") as f:
-        return pickle.load(f, encoding="bytes")
+        return _CifarUnpickler(f, encoding="bytes").load()
 
 
 def _cifar_dict(path: Path, keys: tuple[bytes, ...]) -> dict[bytes, object]:
