@@ -135,7 +135,32 @@ def _check_references(config: dict, origin: str) -> None:
                 raise ConfigError(f"training/{backbone}/{paradigm}", "settings for an enabled paradigm", None, origin)
     if "pretrain" in config and config["pretrain"]["dataset"] not in datasets:
         raise ConfigError("pretrain/dataset", f"a dataset of {sorted(datasets)}", config["pretrain"]["dataset"], origin)
+    _check_written_paths(config, origin)
     _check_csf_names(config["csf"], origin)
+
+
+def _under_results(path: str) -> bool:
+    """Whether ``path`` (relative to the working directory, or absolute) lies inside its ``results/``."""
+    resolved = (Path.cwd() / path).resolve()
+    return resolved.is_relative_to((Path.cwd() / "results").resolve())
+
+
+def _check_written_paths(config: dict, origin: str) -> None:
+    """The workflow writes only under ``results/``: the pretrained ViT file is the output of rule
+    ``pretrain_vit`` when a ``pretrain`` section is present, and ``data_root`` is where the demo generator
+    writes; either pointing outside ``results/`` (e.g. at a user's own weights or data) is an error."""
+    if "pretrain" in config:
+        vit = config["backbones"].get("vit")
+        if vit is None or "pretrained" not in vit:
+            raise ConfigError("backbones/vit/pretrained", "a pretrained file for rule pretrain_vit to write "
+                              "(the config has a `pretrain` section)", None, origin)
+        if not _under_results(vit["pretrained"]["file"]):
+            raise ConfigError("backbones/vit/pretrained/file", "a path under results/: with a `pretrain` section "
+                              "it is the output of rule pretrain_vit (drop `pretrain` to use existing weights)",
+                              vit["pretrained"]["file"], origin)
+    if "demo" in config and not _under_results(config["data_root"]):
+        raise ConfigError("data_root", "a folder under results/: the demo generator writes its data there",
+                          config["data_root"], origin)
 
 
 def _check_csf_names(csf: dict, origin: str) -> None:

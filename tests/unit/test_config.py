@@ -156,3 +156,26 @@ def test_csf_methods_select_what_a_fit_computes_and_a_fit_reruns_only_for_its_ow
     more["csf"]["methods"] = ["MSR", "ViM", "KNN"]
     assert csf_fit_config(more, "global") == csf_fit_config(config, "global")
     assert csf_fit_config(more, "none")["methods"] == ["KNN", "MSR", "ViM"]
+
+
+@pytest.mark.parametrize("path, value, key", [
+    # with a `pretrain` section the pretrained file is rule pretrain_vit's output: a user's own weights would
+    # be overwritten
+    (("backbones", "vit", "pretrained", "file"), "/home/me/weights/vit.safetensors", "backbones/vit/pretrained/file"),
+    (("backbones", "vit", "pretrained", "file"), "results/../my_vit.safetensors", "backbones/vit/pretrained/file"),
+    # the demo generator writes into data_root
+    (("data_root",), "/home/me/datasets", "data_root"),
+    (("data_root",), "data", "data_root"),
+])
+def test_configured_outputs_outside_results_are_refused(demo, path, value, key):
+    with pytest.raises(ConfigError) as err:
+        validate_config(_broken(demo, path, value))
+    assert key in str(err.value) and "under results/" in str(err.value) and str(value) in str(err.value)
+
+
+def test_existing_pretrained_weights_are_an_input_when_there_is_no_pretrain_section(demo):
+    config = copy.deepcopy(demo)
+    del config["pretrain"], config["demo"]
+    config["backbones"]["vit"]["pretrained"]["file"] = "/home/me/weights/vit.safetensors"
+    config["data_root"] = "/data"
+    assert validate_config(config)["backbones"]["vit"]["pretrained"]["file"] == "/home/me/weights/vit.safetensors"
