@@ -10,6 +10,7 @@ from csfbench.settings import SPLITS, validate_config
 from csfbench.shifts import names as shift_names
 
 validate_config(config, origin="snakemake config")
+grid.check_selections(config, origin="snakemake config")
 
 SOURCES = list(config["sources"])
 DATASET_NAMES = sorted(set(config["datasets"]) | set(SPLITS) | set(grid.generated_set_names(config)))

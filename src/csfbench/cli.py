@@ -9,10 +9,11 @@ from csfbench.errors import CsfbenchError
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from csfbench.grid import iter_models
+    from csfbench.grid import check_selections, iter_models
     from csfbench.settings import load_config
 
     config = load_config(args.config)
+    check_selections(config, str(args.config))
     n_models = len(list(iter_models(config)))
     print(f"{args.config}: valid ({len(config['sources'])} sources, {n_models} models)")
     return 0

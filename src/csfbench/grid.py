@@ -6,7 +6,7 @@ runs.  Every function takes the config as validated by :func:`csfbench.settings.
 """
 from __future__ import annotations
 
-import copy
+import difflib
 from pathlib import Path
 from typing import Iterator
 
@@ -14,9 +14,11 @@ from csfbench import paths
 from csfbench.csf.engine import resolved_budgets
 from csfbench.csf.projection import GROUP_VARIANTS
 from csfbench.csf.registry import CSFS
+from csfbench.errors import ConfigError
 from csfbench.ids import ModelId
+from csfbench.metrics import DEFAULT_METRICS as METRICS
 from csfbench.seeds import derive_seed
-from csfbench.settings import SPLITS
+from csfbench.settings import SPLITS, deep_merge
 from csfbench.shifts import names as shift_names
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 
@@ -60,17 +62,6 @@ def scored_datasets(config: dict, source: str, model: ModelId | str | None = Non
 # ---------------------------------------------------------------------------------------------
 # resolved specs
 # ---------------------------------------------------------------------------------------------
-
-def deep_merge(base: dict, override: dict) -> dict:
-    """A copy of ``base`` with ``override`` merged in recursively (override wins)."""
-    out = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
 
 def dataset_spec(config: dict, name: str) -> DatasetSpec:
     """The catalogue dataset ``name`` with its path under ``data_root``."""
@@ -253,3 +244,32 @@ def agree_partner(config: dict, model: ModelId | str) -> str | None:
         return None
     mid = ModelId.parse(str(model))
     return str(ModelId(mid.backbone, mid.paradigm, mid.dropout, mid.reward, mid.run + offset))
+
+
+def check_selections(config: dict, origin: str) -> None:
+    """Names that select parts of the grid must exist, or a typo would silently shrink the study:
+    ``shifts.sources``/``shifts.models``, ``figures.rc_curves.models``, and the metrics of
+    ``ranking.metric_groups`` and ``figures.table_metric``.  Raises ConfigError naming the key, the valid
+    names and, where there is one, the closest match."""
+    sources = list(config["sources"])
+    models = {str(m) for _, m in iter_models(config)}
+    study = config.get("shifts", {})
+    for source in study.get("sources", []):
+        _require(source, sources, "shifts/sources", origin)
+    for model in study.get("models", []):
+        _require(model, models, "shifts/models", origin)
+    for source, model in config["figures"]["rc_curves"]["models"].items():
+        _require(source, sources, f"figures/rc_curves/models/{source}", origin)
+        _require(model, [str(m) for m in model_ids(config, source)], f"figures/rc_curves/models/{source}", origin)
+    for group, metrics in config["ranking"]["metric_groups"].items():
+        for metric in metrics:
+            _require(metric, METRICS, f"ranking/metric_groups/{group}", origin)
+    _require(config["figures"]["table_metric"], METRICS, "figures/table_metric", origin)
+
+
+def _require(name: str, valid, key: str, origin: str) -> None:
+    if name not in valid:
+        lower = {str(v).lower(): v for v in valid}
+        close = difflib.get_close_matches(str(name).lower(), list(lower), n=1)
+        hint = f" (did you mean {lower[close[0]]!r}?)" if close else ""
+        raise ConfigError(key, f"one of {sorted(valid)}{hint}", name, origin)

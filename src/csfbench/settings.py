@@ -8,6 +8,7 @@ rule) are checked here too, with errors that name the key path, what was expecte
 """
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any, Iterable
@@ -57,6 +58,17 @@ def schema_default(key_path: str) -> Any:
     return json.loads(json.dumps(node["default"]))
 
 
+def deep_merge(base: dict, override: dict) -> dict:
+    """A copy of ``base`` with ``override`` merged in recursively (override wins)."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def _key_path(error: jsonschema.ValidationError) -> str:
     return "/".join(str(p) for p in error.absolute_path) or "<top level>"
 
@@ -103,10 +115,29 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     if errors:
         err = jsonschema.exceptions.best_match(errors, key=jsonschema.exceptions.relevance)
         raise ConfigError(_key_path(err), _describe_expected(err), _found(err), origin)
+    _check_source_training(config, origin)
     _check_references(config, origin)
     if rules is not None:
         _check_resource_rules(config["resources"], sorted(rules), origin)
     return config
+
+
+def _check_source_training(config: dict, origin: str) -> None:
+    """A source's ``training`` overrides, deep-merged into the ``training`` section, must satisfy the
+    section's schema (so ``epochz: 50`` or ``batch_size: 0`` is an error naming the source's key)."""
+    root = schema()
+    section = {**root, "required": ["training"], "properties": {"training": root["properties"]["training"]}}
+    validator = _Validator(section)
+    for name, src in config["sources"].items():
+        if not src["training"]:
+            continue
+        merged = {"training": deep_merge(config["training"], src["training"])}
+        errors = list(validator.iter_errors(merged))
+        if errors:
+            err = jsonschema.exceptions.best_match(errors, key=jsonschema.exceptions.relevance)
+            path = "/".join(str(p) for p in list(err.absolute_path)[1:])
+            raise ConfigError(f"sources/{name}/training/{path}".rstrip("/"), _describe_expected(err), _found(err),
+                              origin)
 
 
 def _check_references(config: dict, origin: str) -> None:
@@ -177,6 +208,18 @@ def _check_csf_names(csf: dict, origin: str) -> None:
         for name in entries:
             if name not in known:
                 raise ConfigError(f"csf/{key}/{name}", f"a CSF name of {known}", name, origin)
+    params = {name: sorted(c.space) for name, c in BY_NAME.items()} | {"projection": ["variance"]}
+    for key in ("fixed", "search_space"):
+        for name, values in csf[key].items():
+            for param, value in values.items():
+                where = f"csf/{key}/{name}/{param}"
+                if param not in params[name]:
+                    raise ConfigError(where, f"a tuned parameter of {name}: {params[name] or 'none'}", param, origin)
+                low, high = (value, value) if key == "fixed" else value
+                if low > high:
+                    raise ConfigError(where, "a range [low, high] with low <= high", value, origin)
+                if name == "projection" and not 0 < low <= high <= 1:
+                    raise ConfigError(where, "a fraction of the variance in (0, 1]", value, origin)
 
 
 def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:
