@@ -37,6 +37,9 @@ def _inspect(args: argparse.Namespace) -> int:
 def _summary(args: argparse.Namespace) -> int:
     from csfbench.summary import summarize
 
+    if not Path(args.results).is_dir():
+        raise CsfbenchError(f"{args.results}: no such results folder (pass the folder the workflow wrote, "
+                            "e.g. --results results)")
     print(summarize(Path(args.results)))
     return 0
 
@@ -47,6 +50,8 @@ def _rank(args: argparse.Namespace) -> int:
     from csfbench.atomic import write_json
     from csfbench.stats import IncompleteBlocksWarning, StatsInputError, format_summary, rank_table, read_table
 
+    if Path(args.output).resolve() == Path(args.input).resolve():
+        raise StatsInputError(f"{args.output}: --output is the --input table; it would be overwritten")
     blocks = [col.strip() for item in args.blocks for col in item.split(",") if col.strip()]
     table = read_table(args.input)
     with warnings.catch_warnings(record=True) as caught:

@@ -430,6 +430,22 @@ def test_cli_end_to_end(tmp_path, example, unadjusted, suffix):
     assert proc.stderr == ""
 
 
+def test_cli_refuses_to_overwrite_its_input_table(tmp_path, example):
+    table = tmp_path / "table.csv"
+    example.to_csv(table, index=False)
+    before = table.read_bytes()
+    proc = cli("--input", table, "--blocks", ",".join(BLOCKS), "--entity", "csf", "--value", "score",
+               "--output", tmp_path / "." / "table.csv")
+    assert proc.returncode == 2 and "--output is the --input table" in proc.stderr
+    assert table.read_bytes() == before
+
+
+def test_summary_of_a_missing_results_folder_is_an_error(tmp_path):
+    proc = subprocess.run([venv_bin("csfbench"), "summary", "--results", str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no such results folder" in proc.stderr
+
+
 def test_cli_holm_alpha_and_orientation(tmp_path, example, holm):
     table = tmp_path / "table.csv"
     example.assign(score=-example["score"]).to_csv(table, index=False)
