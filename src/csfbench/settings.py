@@ -125,12 +125,12 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
 def _check_source_training(config: dict, origin: str) -> None:
     """A source's ``training`` overrides, deep-merged into the ``training`` section, must satisfy the
     section's schema (so ``epochz: 50`` or ``batch_size: 0`` is an error naming the source's key)."""
+    overridden = {name: src for name, src in config["sources"].items() if src["training"]}
+    if not overridden:
+        return
     root = schema()
-    section = {**root, "required": ["training"], "properties": {"training": root["properties"]["training"]}}
-    validator = _Validator(section)
-    for name, src in config["sources"].items():
-        if not src["training"]:
-            continue
+    validator = _Validator({**root, "required": ["training"], "properties": {"training": root["properties"]["training"]}})
+    for name, src in overridden.items():
         merged = {"training": deep_merge(config["training"], src["training"])}
         errors = list(validator.iter_errors(merged))
         if errors:

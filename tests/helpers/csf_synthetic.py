@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from csfbench.csf.engine import TuningSettings
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.registry import ModelContext
 
 SIZES = {"train": 800, "val": 400, "test": 400, "ood": 400}
+
+# every tunable parameter fixed: the orientation and storage tests check the scores, not the search
+FIXED = {"projection": {"variance": 0.9}, "GEN": {"m": 3, "gamma": 0.1}, "REN": {"m": 3, "gamma": 0.5},
+         "NNGuide": {"k": 10, "alpha": 0.3}, "KPCA RecError": {"variance": 0.9, "gamma": 0.1, "n_landmarks": 50},
+         "ODIN": {"temperature": 10.0}, "KNN": {"k": 5}, "ReAct": {"percentile": 90.0},
+         **{name: {"percentile": 80.0} for name in ("ASH-S", "ASH-B", "ASH-P", "SCALE")}, "DICE": {"percentile": 50.0}}
+FIXED_TUNING = TuningSettings(init_points=1, n_iter=0, seed=1, fixed=FIXED)
 
 
 def _sigmoid(x):
@@ -56,3 +64,14 @@ def make_splits(n_classes: int = 5, dim: int = 32, passes: int = 0, seed: int = 
                                  pass_logits)
     ctx = ModelContext(n_classes, backbone, paradigm, weight, bias, weight, bias)
     return splits, ctx
+
+
+def with_abstention_row(splits: dict[str, SplitData], ctx: ModelContext) -> None:
+    """Give ``ctx`` and ``splits`` a Deep Gamblers head: an extra abstention output, which the strict form
+    drops and the authors'-code quirks keep (in place)."""
+    rng = np.random.default_rng(5)
+    abstain = ctx.weight.mean(0) * 1.5 + rng.normal(size=ctx.weight.shape[1]) * 0.1
+    ctx.weight_full = np.vstack([ctx.weight, abstain])
+    ctx.bias_full = np.r_[ctx.bias, 2.0]
+    for split in splits.values():
+        split.logits_full = np.c_[split.logits, split.features @ abstain + 2.0]

@@ -14,25 +14,11 @@ import itertools
 import numpy as np
 import pytest
 
-from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
+from csfbench.csf.engine import fit_mode, score_mode
 from csfbench.csf.projection import GROUPS
 from csfbench.csf.registry import ALIASES, EXPECTED, variants_for
 
-from tests.helpers.csf_synthetic import make_splits
-
-FIXED = {"projection": {"variance": 0.9}, "GEN": {"m": 3, "gamma": 0.1}, "REN": {"m": 3, "gamma": 0.5},
-         "NNGuide": {"k": 10, "alpha": 0.3}, "KPCA RecError": {"variance": 0.9, "gamma": 0.1, "n_landmarks": 50}}
-FIXED_TUNING = TuningSettings(init_points=1, n_iter=0, seed=1, fixed=FIXED)
-
-
-def _with_abstention_row(splits, ctx):
-    """A Deep Gamblers head: an extra abstention output that the strict form drops."""
-    rng = np.random.default_rng(5)
-    abstain = ctx.weight.mean(0) * 1.5 + rng.normal(size=ctx.weight.shape[1]) * 0.1
-    ctx.weight_full = np.vstack([ctx.weight, abstain])
-    ctx.bias_full = np.r_[ctx.bias, 2.0]
-    for split in splits.values():
-        split.logits_full = np.c_[split.logits, split.features @ abstain + 2.0]
+from tests.helpers.csf_synthetic import FIXED_TUNING, make_splits, with_abstention_row
 
 
 # kind -> (make_splits arguments, Deep Gamblers abstention row, quirks)
@@ -52,7 +38,7 @@ def _all_scores(kind: str) -> dict[tuple[str, str], np.ndarray]:
     kwargs, abstention, quirks = KINDS[kind]
     splits, ctx = make_splits(**kwargs)
     if abstention:
-        _with_abstention_row(splits, ctx)
+        with_abstention_row(splits, ctx)
     ctx = dataclasses.replace(ctx, quirks=quirks)
     scores: dict[tuple[str, str], list] = {}
     for group in GROUPS:

@@ -23,7 +23,7 @@ from csfbench.csf.logit_scores import softmax
 from csfbench.csf.views import build_views
 from csfbench.errors import FeatureFileError
 
-from tests.helpers.csf_synthetic import make_splits
+from tests.helpers.csf_synthetic import FIXED, FIXED_TUNING, make_splits, with_abstention_row
 
 # the variant support matrix (Claros-Olivares & Brockmeier, Table 3 and the N/A cells of Table 8; 83 variants
 # for a CNN, 82 for a ViT without Confidence), written out independently of the registry: CSF -> variants
@@ -40,12 +40,6 @@ SUPPORT = {
 # the post-hoc detectors of ICONIC-444 and ImageNet-OOD, on the unprojected outputs only
 POSTHOC = ("MSP", "EBO", "ODIN", "KLM", "OpenMax", "KNN", "ReAct", "ASH-S", "ASH-B", "ASH-P", "SCALE", "DICE", "RMDS",
            "SHE", "MaxCosine")
-# every tunable parameter fixed: the orientation and storage tests check the scores, not the search
-FIXED = {"projection": {"variance": 0.9}, "GEN": {"m": 3, "gamma": 0.1}, "REN": {"m": 3, "gamma": 0.5},
-         "NNGuide": {"k": 10, "alpha": 0.3}, "KPCA RecError": {"variance": 0.9, "gamma": 0.1, "n_landmarks": 50},
-         "ODIN": {"temperature": 10.0}, "KNN": {"k": 5}, "ReAct": {"percentile": 90.0},
-         **{name: {"percentile": 80.0} for name in ("ASH-S", "ASH-B", "ASH-P", "SCALE")}, "DICE": {"percentile": 50.0}}
-FIXED_TUNING = TuningSettings(init_points=1, n_iter=0, seed=1, fixed=FIXED)
 
 
 def test_registry_has_83_cnn_and_82_vit_variants_matching_the_papers_support_matrix_plus_the_posthoc_detectors():
@@ -217,13 +211,7 @@ def test_fit_file_round_trip_reproduces_the_scores(tmp_path, group):
 
 def test_compat_authors_quirks_change_only_the_documented_variants():
     splits, ctx = make_splits(paradigm="dg")
-    # a Deep Gamblers head: an extra abstention row that the strict form drops
-    rng = np.random.default_rng(5)
-    abstain = ctx.weight.mean(0) * 1.5 + rng.normal(size=ctx.weight.shape[1]) * 0.1
-    ctx.weight_full = np.vstack([ctx.weight, abstain])
-    ctx.bias_full = np.r_[ctx.bias, 2.0]
-    for split in splits.values():
-        split.logits_full = np.c_[split.logits, split.features @ abstain + 2.0]
+    with_abstention_row(splits, ctx)
     strict = {g: _fit_and_score(g, splits, ctx)[1]["test"] for g in ("none", "class")}
     compat_ctx = dataclasses.replace(ctx, quirks="compat_authors")
     compat = {g: _fit_and_score(g, splits, compat_ctx)[1]["test"] for g in ("none", "class")}

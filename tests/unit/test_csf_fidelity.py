@@ -11,16 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
+from csfbench.csf.engine import fit_mode, score_mode
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.registry import BY_NAME, ModelContext
 from csfbench.csf.views import build_views
 
-from tests.helpers.csf_synthetic import make_splits
-
-FIXED = {"projection": {"variance": 0.9}, "GEN": {"m": 3, "gamma": 0.1}, "REN": {"m": 3, "gamma": 0.5},
-         "NNGuide": {"k": 10, "alpha": 0.3}, "KPCA RecError": {"variance": 0.9, "gamma": 0.1, "n_landmarks": 50}}
-FIXED_TUNING = TuningSettings(init_points=1, n_iter=0, seed=1, fixed=FIXED)
+from tests.helpers.csf_synthetic import FIXED_TUNING, make_splits
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:

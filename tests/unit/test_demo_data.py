@@ -1,7 +1,6 @@
 """The embedded demo data generator: layout, determinism, labels, prototypes and variation."""
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +15,10 @@ from csfbench.data.demo import (
     generate_demo,
 )
 from csfbench.errors import ConfigError
-from csfbench.settings import load_yaml, validate_config
+from csfbench.settings import validate_config
 
-from tests.helpers.repo import REPO
+from tests.helpers.demo_config import demo_config, full_spec
 
-CONFIG = REPO / "config" / "config.yaml"
 
 SMALL = {
     "demo10": {"n_train": 200, "n_test": 30},
@@ -31,22 +29,6 @@ SMALL = {
     "noise": {"n_ood": 20},
     "pretrain": {"n_train": 40},
 }
-
-
-def _config(spec: dict | None) -> dict:
-    """config/config.yaml with its ``demo.spec`` replaced by ``spec`` (removed if None), unvalidated."""
-    config = load_yaml(CONFIG)
-    if spec is None:
-        del config["demo"]["spec"]
-    else:
-        config["demo"]["spec"] = copy.deepcopy(spec)
-    return config
-
-
-def _full_spec(spec: dict | None = None) -> dict:
-    """The complete demo spec the workflow passes to the generator: ``spec`` validated and completed
-    with the schema's defaults (the default spec if None)."""
-    return validate_config(_config(spec))["demo"]["spec"]
 
 
 def _arrays(root: Path) -> dict[tuple[str, str, str], np.ndarray]:
@@ -61,7 +43,7 @@ def _arrays(root: Path) -> dict[tuple[str, str, str], np.ndarray]:
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("demo_seed0")
-    return root, generate_demo(root, 0, _full_spec(SMALL), threads=1)
+    return root, generate_demo(root, 0, full_spec(SMALL), threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +53,7 @@ def arrays(generated) -> dict:
 
 def test_same_seed_gives_identical_bytes_whatever_the_threads(generated, tmp_path):
     root, _ = generated
-    generate_demo(tmp_path, 0, _full_spec(SMALL), threads=3)
+    generate_demo(tmp_path, 0, full_spec(SMALL), threads=3)
     for name, split in SPLITS:
         for file in ("images.npy", "labels.npy"):
             first, second = root / name / split / file, tmp_path / name / split / file
@@ -79,7 +61,7 @@ def test_same_seed_gives_identical_bytes_whatever_the_threads(generated, tmp_pat
 
 
 def test_different_seed_gives_different_images(arrays, tmp_path):
-    generate_demo(tmp_path, 1, _full_spec(SMALL))
+    generate_demo(tmp_path, 1, full_spec(SMALL))
     other = _arrays(tmp_path)
     for name, split in SPLITS:
         assert not np.array_equal(arrays[name, split, "images"], other[name, split, "images"]), name
@@ -87,7 +69,7 @@ def test_different_seed_gives_different_images(arrays, tmp_path):
 
 def test_layout_shapes_and_dtypes(generated, arrays):
     root, summary = generated
-    spec = _full_spec(SMALL)
+    spec = full_spec(SMALL)
     for name, split in SPLITS:
         n = spec[name]["n_ood" if name in SHIFTED else f"n_{split}"]
         images, labels = arrays[name, split, "images"], arrays[name, split, "labels"]
@@ -112,7 +94,7 @@ def test_interrupted_write_leaves_no_complete_looking_file(tmp_path, monkeypatch
 
     monkeypatch.setattr(np, "save", crash)
     with pytest.raises(KeyboardInterrupt):
-        generate_demo(tmp_path, 0, _full_spec(SMALL))
+        generate_demo(tmp_path, 0, full_spec(SMALL))
     assert not list(tmp_path.rglob("*.npy"))
 
 
@@ -134,7 +116,7 @@ def test_shifted_sets_have_no_labels(arrays, generated):
 
 
 def test_prototypes_are_disjoint_between_sets():
-    protos = demo_prototypes(0, _full_spec())
+    protos = demo_prototypes(0, full_spec())
     assert {name: len(p) for name, p in protos.items()} == {"demo10": 10, "demo40": 40, "near": 10, "pretrain": 20}
     ids = [p.pid for plist in protos.values() for p in plist]
     assert len(ids) == len(set(ids))
@@ -145,7 +127,7 @@ def test_prototypes_are_disjoint_between_sets():
 
 def test_every_class_differs_visibly_from_its_sibling():
     """Pairs (2k, 2k+1) are confusable by design but must differ in something that is rendered."""
-    spec = _full_spec()
+    spec = full_spec()
     for seed in range(3):
         protos = demo_prototypes(seed, spec)
         for family in (protos["demo10"] + protos["demo40"] + protos["near"], protos["pretrain"]):
@@ -176,18 +158,18 @@ def test_digits_match_the_sources_colour_statistics(arrays):
 
 def test_default_sizes():
     """Without a ``spec`` the schema's defaults give the full sizes (exact values: test_demo_settings.py)."""
-    spec = _full_spec()
+    spec = full_spec()
     assert spec["image_size"] == 32
     assert all(spec[name]["n_ood"] >= 500 for name in SHIFTED)
     assert (spec["demo10"]["n_classes"], spec["demo40"]["n_classes"]) == (10, 40)
     assert spec["demo10"]["n_train"] >= 4000 and spec["demo40"]["n_train"] >= 6000
-    assert spec == _full_spec({})
+    assert spec == full_spec({})
 
 
 def test_image_size_is_a_parameter(tmp_path):
-    default = _full_spec()
+    default = full_spec()
     tiny = {name: {key: 4 for key in default[name] if key != "n_classes"} for name in DATASETS}
-    generate_demo(tmp_path, 0, _full_spec({**tiny, "image_size": 16}))
+    generate_demo(tmp_path, 0, full_spec({**tiny, "image_size": 16}))
     for name, split in SPLITS:
         assert np.load(tmp_path / name / split / "images.npy").shape == (4, 16, 16, 3)
 
@@ -203,7 +185,7 @@ def test_image_size_is_a_parameter(tmp_path):
 def test_bad_spec_raises(spec, key_path, expected, found):
     """A bad demo spec fails when the config is validated (before the DAG is built), naming the key."""
     with pytest.raises(ConfigError) as info:
-        validate_config(_config(spec))
+        validate_config(demo_config(spec))
     assert info.value.key_path == key_path
     assert expected in info.value.expected
     assert found in str(info.value.found)
@@ -211,7 +193,7 @@ def test_bad_spec_raises(spec, key_path, expected, found):
 
 def test_too_many_classes_for_the_shape_world_raise():
     """The class count is bounded by the distinct prototype combinations, across demo10, demo40 and near."""
-    spec = _full_spec({"demo40": {"n_classes": 150}, "near": {"n_classes": 100}})
+    spec = full_spec({"demo40": {"n_classes": 150}, "near": {"n_classes": 100}})
     with pytest.raises(ConfigError, match="n_classes") as info:
         demo_prototypes(0, spec)
     assert info.value.found == 260

@@ -7,11 +7,9 @@ import copy
 import pytest
 
 from csfbench.errors import ConfigError
-from csfbench.settings import load_yaml, validate_config
 
-from tests.helpers.repo import REPO
+from tests.helpers.demo_config import full_spec
 
-CONFIG = REPO / "config" / "config.yaml"
 
 # The generator's defaults, written out independently of the schema: the values the demo generator
 # has always used, so that a config without a full spec keeps producing the same data.
@@ -40,25 +38,15 @@ EXPECTED_DEFAULT_SPEC = {
 }
 
 
-def _validated_spec(spec: dict | None) -> dict:
-    """config/config.yaml with ``demo.spec`` replaced by ``spec`` (removed if None), validated; its spec."""
-    config = load_yaml(CONFIG)
-    if spec is None:
-        del config["demo"]["spec"]
-    else:
-        config["demo"]["spec"] = copy.deepcopy(spec)
-    return validate_config(config)["demo"]["spec"]
-
-
 @pytest.mark.parametrize("spec", [None, {}])
 def test_default_spec_is_filled_in(spec):
-    filled = _validated_spec(spec)
+    filled = full_spec(spec)
     assert filled == EXPECTED_DEFAULT_SPEC
     assert type(filled["image_size"]) is int and type(filled["variation"]["distractors"]) is int
 
 
 def test_given_keys_are_kept_and_the_rest_filled_per_key():
-    filled = _validated_spec({"demo10": {"n_train": 7}, "variation": {"scale": [0.9, 1.1]}})
+    filled = full_spec({"demo10": {"n_train": 7}, "variation": {"scale": [0.9, 1.1]}})
     expected = copy.deepcopy(EXPECTED_DEFAULT_SPEC)
     expected["demo10"]["n_train"] = 7
     expected["variation"]["scale"] = [0.9, 1.1]
@@ -66,10 +54,10 @@ def test_given_keys_are_kept_and_the_rest_filled_per_key():
 
 
 def test_filled_defaults_are_fresh_copies():
-    first = _validated_spec({})
+    first = full_spec({})
     first["variation"]["blur_sigmas_px"].append(9.0)
     first["demo10"]["n_train"] = 1
-    assert _validated_spec({}) == EXPECTED_DEFAULT_SPEC
+    assert full_spec({}) == EXPECTED_DEFAULT_SPEC
 
 
 @pytest.mark.parametrize(
@@ -93,7 +81,7 @@ def test_filled_defaults_are_fresh_copies():
 )
 def test_bad_value_is_rejected_naming_its_key_path(spec, key_path, expected, found):
     with pytest.raises(ConfigError) as info:
-        _validated_spec(spec)
+        full_spec(spec)
     assert info.value.key_path == key_path
     assert expected in info.value.expected
     assert info.value.found == found
@@ -111,7 +99,7 @@ def test_bad_value_is_rejected_naming_its_key_path(spec, key_path, expected, fou
 )
 def test_unknown_key_is_rejected(spec, key_path, name):
     with pytest.raises(ConfigError) as info:
-        _validated_spec(spec)
+        full_spec(spec)
     assert info.value.key_path == key_path
     assert "only the keys" in info.value.expected
     assert name in str(info.value.found)

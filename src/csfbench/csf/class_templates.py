@@ -39,7 +39,7 @@ import numpy as np
 
 from csfbench.csf.blocks import row_blocks
 from csfbench.csf.distance_scores import check_labels, maha_fit, maha_score
-from csfbench.csf.logit_scores import energy, softmax
+from csfbench.csf.logit_scores import as_rows, energy, softmax
 
 KLM_GRID: dict[str, tuple] = {}
 SHE_GRID: dict[str, tuple] = {}
@@ -47,17 +47,10 @@ RMDS_GRID: dict[str, tuple] = {}
 MAXCOSINE_GRID: dict[str, tuple] = {}
 
 
-def _logits(logits: np.ndarray) -> np.ndarray:
-    logits = np.asarray(logits, dtype=np.float64)
-    if logits.ndim != 2:
-        raise ValueError(f"expected N×C logits, got shape {logits.shape}")
-    return logits
-
-
 def klm_fit(logits: np.ndarray) -> dict[str, np.ndarray]:
     """KLM templates ``{"templates": K×C}``: the mean softmax of the rows predicted as each of the K
     classes predicted at least once, in class order."""
-    logits = _logits(logits)
+    logits = as_rows(logits)
     probs = softmax(logits)
     predicted = logits.argmax(axis=1)
     classes = np.unique(predicted)
@@ -68,7 +61,7 @@ def klm_score(state: dict[str, np.ndarray], logits: np.ndarray) -> np.ndarray:
     """KLM confidence ``−min_k KL(p ‖ d_k) = max_k Σ_c p_c log d_kc − Σ_c p_c log p_c``, nats, <= 0.
 
     ``log p = z − LSE(z)``, so a probability that underflows to 0 contributes 0 to Σ p log p."""
-    logits = _logits(logits)
+    logits = as_rows(logits)
     log_templates = np.log(np.maximum(state["templates"], np.finfo(np.float64).tiny))
     scores = np.empty(len(logits))
     for rows in row_blocks(len(logits), max(logits.shape[1], len(log_templates))):
@@ -83,7 +76,7 @@ def she_fit(features: np.ndarray, logits: np.ndarray, labels: np.ndarray) -> dic
     """SHE patterns ``{"patterns": C×D}``: the mean feature of the correctly classified (argmax z =
     label) rows of each class, accumulated in float64 class by class (no float64 copy of all rows).
     ValueError naming the classes without such a row."""
-    logits = _logits(logits)
+    logits = as_rows(logits)
     n_classes = logits.shape[1]
     labels = check_labels(labels, len(logits), n_classes)
     correct = logits.argmax(axis=1) == labels
@@ -98,7 +91,7 @@ def she_fit(features: np.ndarray, logits: np.ndarray, labels: np.ndarray) -> dic
 def she_score(state: dict[str, np.ndarray], features: np.ndarray, logits: np.ndarray) -> np.ndarray:
     """SHE confidence ``h · S_ŷ``, ŷ = argmax z, shape (N,)."""
     patterns = np.asarray(state["patterns"], dtype=np.float64)
-    predicted = _logits(logits).argmax(axis=1)
+    predicted = as_rows(logits).argmax(axis=1)
     scores = np.empty(len(predicted))
     for rows in row_blocks(len(predicted), patterns.shape[1]):
         scores[rows] = np.einsum("ij,ij->i", np.asarray(features[rows], dtype=np.float64), patterns[predicted[rows]])

@@ -31,8 +31,8 @@ def _matrix(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _rows(x: np.ndarray) -> np.ndarray:
-    """``x`` as a float64 N×C array (ValueError for any other rank)."""
+def as_rows(x: np.ndarray) -> np.ndarray:
+    """``x`` as a float64 N×C array, e.g. logits (ValueError for any other rank)."""
     return _matrix(x).astype(np.float64, copy=False)
 
 
@@ -97,7 +97,7 @@ def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np
 
 def _top_m(probs: np.ndarray, m: int) -> np.ndarray:
     """The ``m`` largest probabilities of each row, N×m (unordered; 1 <= m <= C)."""
-    probs = _rows(probs)
+    probs = as_rows(probs)
     n_classes = probs.shape[1]
     if not 1 <= m <= n_classes:
         raise ValueError(f"M must be an integer in [1, {n_classes}], got {m}")
@@ -165,13 +165,13 @@ def ren(probs: np.ndarray, m: int, gamma: float) -> np.ndarray:
 
 def ge(probs: np.ndarray) -> np.ndarray:
     """Negative guessing entropy ``-sum_k k p_(k)``, p sorted descending, k = 1..C (Massey, 1994), in [-(C+1)/2, -1]."""
-    probs = -np.sort(-_rows(probs), axis=1)
+    probs = -np.sort(-as_rows(probs), axis=1)
     return -(probs @ np.arange(1, probs.shape[1] + 1, dtype=np.float64))
 
 
 def pce(probs: np.ndarray) -> np.ndarray:
     """Negative collision entropy ``log(sum_k p_k^2 + eps)`` (Granese et al., 2021), in nats, <= 0."""
-    probs = _rows(probs)
+    probs = as_rows(probs)
     return np.log(np.sum(probs**2, axis=1) + EPS)
 
 

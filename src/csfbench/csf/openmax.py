@@ -34,11 +34,10 @@ arXiv 2601.10802, Table 7: "—"): tail size 20 (:data:`TAIL_SIZE`) and α = 3 r
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import weibull_min
 
 from csfbench.csf.blocks import row_blocks
 from csfbench.csf.distance_scores import check_labels
-from csfbench.csf.logit_scores import softmax
+from csfbench.csf.logit_scores import as_rows, softmax
 
 OPENMAX_GRID: dict[str, tuple] = {}
 #: OpenOOD's ``weibull_tail``: the largest distances of each class that the Weibull is fitted to
@@ -51,18 +50,23 @@ TRANSLATION = 10_000.0
 RULES = ("max", "unknown")
 
 
-def _logits(logits: np.ndarray) -> np.ndarray:
-    logits = np.asarray(logits, dtype=np.float64)
-    if logits.ndim != 2:
-        raise ValueError(f"expected N×C logits, got shape {logits.shape}")
-    return logits
+def _weibull_min():
+    """scipy.stats' Weibull distribution, imported on first use: scipy.stats takes ~0.4 s to import and
+    the CSF registry (imported whenever a config is validated) would otherwise pay it every time."""
+    from scipy.stats import weibull_min
+    return weibull_min
+
+
+def _weibull_cdf(x: np.ndarray, shape: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The two-parameter Weibull CDF 1 − exp(−(x/λ)^k) (0 for x < 0), as ``weibull_min.cdf(x, k, scale=λ)``."""
+    return -np.expm1(-(np.maximum(x, 0.0) / scale) ** shape)
 
 
 def openmax_fit(logits: np.ndarray, labels: np.ndarray, tail_size: int = TAIL_SIZE) -> dict[str, np.ndarray]:
     """Per class: ``means`` (C×C mean logit vectors), and the Weibull ``shape``, ``scale`` and the
     tail's smallest distance ``tail_min`` (each (C,)).  ValueError for a class whose correctly
     classified rows give fewer than two distinct tail distances."""
-    logits = _logits(logits)
+    logits = as_rows(logits)
     n_classes = logits.shape[1]
     labels = check_labels(labels, len(logits), n_classes)
     if tail_size < 2:
@@ -77,14 +81,14 @@ def openmax_fit(logits: np.ndarray, labels: np.ndarray, tail_size: int = TAIL_SI
         if len(np.unique(tail)) < 2:
             raise ValueError(f"OpenMax: class {k} has {len(rows)} correctly classified training rows, "
                              "too few for a Weibull fit")
-        shape, _, scale = weibull_min.fit(tail + (TRANSLATION - tail[0]), floc=0.0)
+        shape, _, scale = _weibull_min().fit(tail + (TRANSLATION - tail[0]), floc=0.0)
         state["means"][k], state["shape"][k], state["scale"][k], state["tail_min"][k] = mean, shape, scale, tail[0]
     return state
 
 
 def openmax_probabilities(state: dict[str, np.ndarray], logits: np.ndarray, alpha: int = ALPHA) -> np.ndarray:
     """The OpenMax probabilities, N×(C+1): the C revised classes, then the unknown class."""
-    logits = _logits(logits)
+    logits = as_rows(logits)
     means = np.asarray(state["means"], dtype=np.float64)
     n_classes = means.shape[0]
     if logits.shape[1] != n_classes:
@@ -98,8 +102,8 @@ def openmax_probabilities(state: dict[str, np.ndarray], logits: np.ndarray, alph
         top = np.argpartition(-z, alpha - 1, axis=1)[:, :alpha]
         top = np.take_along_axis(top, np.argsort(-np.take_along_axis(z, top, axis=1), axis=1), axis=1)
         distance = np.linalg.norm(z[:, None, :] - means[top], axis=2)
-        w_score = weibull_min.cdf(distance + (TRANSLATION - state["tail_min"][top]), state["shape"][top],
-                                  scale=state["scale"][top])
+        w_score = _weibull_cdf(distance + (TRANSLATION - state["tail_min"][top]), state["shape"][top],
+                               state["scale"][top])
         removed = np.take_along_axis(z, top, axis=1) * rank_weights * w_score
         out = revised[rows]
         out[:, :n_classes] = z
