@@ -22,6 +22,12 @@ if not workflow.overwrite_configfiles:
 report: "report/workflow.rst"
 
 
+onstart:
+    # temporaries of jobs killed in an earlier run (csfbench.atomic) would hold disk space until rewritten
+    for stale in remove_stale_temporaries(paths.RESULTS):
+        logger.info(f"removed the temporary file of a killed job: {stale}")
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"

@@ -4,6 +4,7 @@ import functools
 import json
 
 from csfbench import grid, paths
+from csfbench.atomic import remove_stale_temporaries
 from csfbench.data import demo as demo_generator
 from csfbench.ids import MODEL_PATTERN
 from csfbench.settings import SPLITS, validate_config

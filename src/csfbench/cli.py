@@ -40,8 +40,9 @@ def _summary(args: argparse.Namespace) -> int:
     if not Path(args.results).is_dir():
         raise CsfbenchError(f"{args.results}: no such results folder (pass the folder the workflow wrote, "
                             "e.g. --results results)")
-    print(summarize(Path(args.results)))
-    return 0
+    text, unreadable = summarize(Path(args.results))
+    print(text)
+    return 1 if unreadable else 0
 
 
 def _rank(args: argparse.Namespace) -> int:

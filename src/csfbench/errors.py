@@ -15,6 +15,16 @@ class ConfigError(CsfbenchError):
         super().__init__(f"{source}: invalid value at '{key_path}': expected {expected}, found {found!r}")
 
 
+class ConfigFileError(ConfigError):
+    """A config file that is not YAML text: names the file and, for a syntax error, the line and column."""
+
+    def __init__(self, path: str, where: str, problem: str):
+        self.key_path = where
+        self.expected = "a YAML config file"
+        self.found = problem
+        CsfbenchError.__init__(self, f"{path}{', ' + where if where else ''}: not a valid YAML config: {problem}")
+
+
 class DatasetError(CsfbenchError):
     """A missing or malformed dataset: names the dataset, the path tried and the expected layout."""
 
@@ -29,5 +39,25 @@ class DatasetError(CsfbenchError):
         )
 
 
+class WriteError(CsfbenchError):
+    """A result file that cannot be written (a full disk, a lost file system): names the file.
+
+    ``hdf5_unclosed`` is set when the HDF5 library could not close the discarded file (see
+    :func:`csfbench.atomic.atomic_hdf5`).
+    """
+
+    hdf5_unclosed = False
+
+
 class FeatureFileError(CsfbenchError):
     """A feature file that breaks the HDF5 contract (missing dataset, wrong shape, NaN, wrong model)."""
+
+
+class CheckpointError(CsfbenchError):
+    """A checkpoint that cannot be loaded: names the file and the problem (never torch's advice to
+    load it with ``weights_only=False``)."""
+
+    def __init__(self, path: object, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")

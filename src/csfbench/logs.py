@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import logging
 import os
 import sys
@@ -25,6 +26,15 @@ def _limit_threads(threads: int) -> None:
         sys.modules["torch"].set_num_threads(threads)
 
 
+def _exit_before_hdf5_crash(logger: logging.Logger) -> None:
+    """End the job with exit status 1 now: HDF5 would crash (SIGSEGV) at exit trying once more to close a
+    file it could not write.  The error is logged and the temporary file deleted already."""
+    logger.error("job failed: exiting without closing the HDF5 library (it cannot close the file it failed to write)")
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(1)
+
+
 @contextlib.contextmanager
 def job_logging(log_path: str | Path | None, threads: int | None = None) -> Iterator[logging.Logger]:
     """Log INFO+ to ``log_path`` (and stderr); on a csfbench error write its message plainly, then re-raise.
@@ -38,6 +48,8 @@ def job_logging(log_path: str | Path | None, threads: int | None = None) -> Iter
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         handlers=handlers, force=True)
     logging.captureWarnings(True)
+    if log_path:
+        faulthandler.enable(handlers[-1].stream)
     if threads:
         _limit_threads(int(threads))
     logger = logging.getLogger("csfbench")
@@ -45,6 +57,8 @@ def job_logging(log_path: str | Path | None, threads: int | None = None) -> Iter
         yield logger
     except CsfbenchError as err:
         logger.error("%s", err)
+        if getattr(err, "hdf5_unclosed", False):
+            _exit_before_hdf5_crash(logger)
         raise
     except Exception:
         logger.exception("job failed")

@@ -4,7 +4,8 @@
 pretrained ViT, feature files, CSF fits, scores, metric files, the results table and ``tables/``),
 a sha256 digest, and once for the run: the config hash, the git commit and the versions of the
 packages that decide the numbers.  ``verify_manifest`` recomputes the digests and names every file
-that was modified, is missing, or was not in the manifest.
+that was modified, is missing, was not in the manifest, or can no longer be read (every file is
+checked: an unreadable one is listed with the reason, not the end of the check).
 
 **What is hashed: the content, not the bytes.**  Some result files carry values that change from one
 identical run to the next although no number changes: HDF5 files hold a ``created`` time stamp (and
@@ -44,7 +45,7 @@ import numpy as np
 
 from csfbench import paths
 from csfbench.atomic import write_json
-from csfbench.errors import CsfbenchError
+from csfbench.errors import CheckpointError, CsfbenchError
 from csfbench.provenance import git_commit
 
 FORMAT = "csfbench-manifest/1"
@@ -59,6 +60,15 @@ ROW_BLOCK = 65536
 
 class ManifestError(CsfbenchError):
     """A manifest that cannot be written or read (missing folder or file, wrong format)."""
+
+
+class UnreadableFileError(ManifestError):
+    """A result file whose content cannot be read for its digest: names the file and the reason."""
+
+    def __init__(self, path: Path, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,7 +121,7 @@ def _tensors_digest(tensors: dict) -> str:
         value = tensors[key]
         h.update(f"{key}:".encode())
         if not isinstance(value, torch.Tensor):
-            raise ManifestError(f"entry '{key}' is a {type(value).__name__}, expected a tensor (weights only)")
+            raise ValueError(f"entry '{key}' is a {type(value).__name__}, expected a tensor (weights only)")
         t = value.detach().cpu().contiguous()
         h.update(f"{t.dtype}{tuple(t.shape)}".encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
@@ -119,15 +129,12 @@ def _tensors_digest(tensors: dict) -> str:
 
 
 def _torch_digest(path: Path) -> str:
-    import torch
+    from csfbench.torch_compat import load_weights
 
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = load_weights(path)
     if not isinstance(state, dict):
-        raise ManifestError(f"{path}: expected a state dict of tensors, found {type(state).__name__}")
-    try:
-        return _tensors_digest(state)
-    except ManifestError as err:
-        raise ManifestError(f"{path}: {err}") from err
+        raise ValueError(f"expected a state dict of tensors, found a {type(state).__name__}")
+    return _tensors_digest(state)
 
 
 def _safetensors_digest(path: Path) -> str:
@@ -168,13 +175,18 @@ DIGESTS: dict[str, tuple[str, Callable[[Path], str]]] = {
 
 
 def file_digest(path: str | Path) -> tuple[str, str]:
-    """(kind, sha256 hex digest) of one result file's content; see the module docstring."""
+    """(kind, sha256 hex digest) of one result file's content; see the module docstring.
+
+    Any failure to read the file (torch, h5py, pyarrow, pandas or the OS) raises
+    :class:`UnreadableFileError` naming the file and the reason."""
     path = Path(path)
     kind, digest = DIGESTS.get(path.suffix, ("bytes", _bytes_digest))
     try:
         return kind, digest(path)
-    except (OSError, ValueError, RuntimeError) as err:
-        raise ManifestError(f"{path}: cannot read it as {kind}: {err}") from err
+    except CheckpointError as err:
+        raise UnreadableFileError(path, err.problem) from None
+    except Exception as err:  # a tampered file can make any reader fail in its own way
+        raise UnreadableFileError(path, f"cannot read it as {kind}: {type(err).__name__}: {err}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,11 +251,15 @@ def read_manifest(path: str | Path) -> dict:
         raise ManifestError(f"manifest not found: {path} (write one with `csfbench manifest write`)")
     try:
         manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ManifestError(f"{path}: not valid JSON: {err}") from err
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "files" not in manifest:
+    except (OSError, ValueError) as err:  # JSON and UTF-8 decoding errors are ValueErrors
+        raise ManifestError(f"{path}: not a readable JSON manifest ({err})") from err
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or manifest.get("format") != FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
         raise ManifestError(f"{path}: expected a manifest of format {FORMAT!r}, found {found!r}")
+    bad = [rel for rel, entry in files.items() if not isinstance(entry, dict) or "sha256" not in entry]
+    if bad:
+        raise ManifestError(f"{path}: entries without a 'sha256' digest: {bad[:5]}")
     return manifest
 
 
@@ -255,15 +271,17 @@ class Verification:
     modified: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)  # path -> why its content cannot be read
 
     @property
     def ok(self) -> bool:
-        return not (self.modified or self.missing or self.extra)
+        return not (self.modified or self.missing or self.extra or self.unreadable)
 
     def lines(self, results: Path) -> list[str]:
         out = [f"{what}: {results / rel}" for what, paths in
                (("modified", self.modified), ("missing", self.missing), ("not in manifest", self.extra))
                for rel in paths]
+        out += [f"unreadable: {results / rel} ({reason})" for rel, reason in self.unreadable.items()]
         return out + [f"{self.checked} files checked: " + ("all match" if self.ok else f"{len(out)} differ")]
 
 
@@ -278,7 +296,12 @@ def verify_manifest(results: str | Path, manifest_path: str | Path) -> Verificat
             report.missing.append(rel)
             continue
         report.checked += 1
-        if file_digest(results / rel)[1] != entry["sha256"]:
+        try:
+            digest = file_digest(results / rel)[1]
+        except UnreadableFileError as err:
+            report.unreadable[rel] = err.reason
+            continue
+        if digest != entry["sha256"]:
             report.modified.append(rel)
     return report
 

@@ -16,15 +16,26 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from csfbench.errors import ConfigError
+from csfbench.errors import ConfigError, ConfigFileError
 
 SCHEMA_PATH = Path(__file__).with_name("schema.yaml")  # symlink to config/schema.yaml
 SPLITS = ("train", "val", "test")
 
 
 def load_yaml(path: str | Path) -> Any:
-    with open(path) as fh:
-        return yaml.safe_load(fh)
+    """The content of a YAML file; a file that is not YAML text is a :class:`ConfigFileError` naming the
+    file and, for a syntax error, the line and column."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except UnicodeDecodeError as err:
+        raise ConfigFileError(str(path), "", f"binary content (not UTF-8 text) at byte {err.start}") from err
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = ", ".join(str(part) for part in (getattr(err, "context", None), getattr(err, "problem", None))
+                            if part) or str(err)
+        raise ConfigFileError(str(path), where, problem) from err
 
 
 def _fill_defaults(validator_class):
@@ -69,14 +80,22 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
+def _missing(error: jsonschema.ValidationError) -> list[str]:
+    """The required keys absent from the object of a ``required`` error."""
+    return [key for key in error.validator_value if key not in error.instance]
+
+
 def _key_path(error: jsonschema.ValidationError) -> str:
-    return "/".join(str(p) for p in error.absolute_path) or "<top level>"
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == "required":
+        path.append(_missing(error)[0])
+    return "/".join(path) or "<top level>"
 
 
 def _describe_expected(error: jsonschema.ValidationError) -> str:
     validator, value = error.validator, error.validator_value
     if validator == "required":
-        return f"the keys {value}"
+        return f"the required key(s) {_missing(error)}"
     if validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         return "only the keys " + (", ".join(allowed) if allowed else "described in the schema")
@@ -96,7 +115,7 @@ def _found(error: jsonschema.ValidationError) -> Any:
         extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return f"unexpected key(s) {extra}"
     if error.validator == "required":
-        return f"keys {sorted(error.instance)}"
+        return f"no such key (present: {', '.join(sorted(error.instance))})"
     return error.instance
 
 

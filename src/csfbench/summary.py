@@ -1,37 +1,73 @@
-"""A readable summary of what a workflow run produced under ``results/``."""
+"""A readable summary of what a workflow run produced under ``results/``.
+
+A result file that cannot be read (a truncated feature file, a history without ``val_acc``) does not
+end the summary: its values are left empty and a line ``unreadable: PATH: reason`` names it.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
-import h5py
 import pandas as pd
+
+from csfbench.errors import CsfbenchError
+from csfbench.features.store import read_features
+
+
+def _read_history(path: Path) -> pd.DataFrame:
+    """The per-epoch training history, with at least one epoch and a ``val_acc`` column."""
+    try:
+        hist = pd.read_csv(path)
+    except (OSError, ValueError) as err:  # parser, empty-file and decoding errors are ValueErrors
+        raise CsfbenchError(f"{path}: not a readable CSV training history ({err})") from err
+    if "val_acc" not in hist.columns or hist.empty:
+        raise CsfbenchError(f"{path}: expected a 'val_acc' column and at least one epoch, "
+                            f"found columns {list(hist.columns)} and {len(hist)} rows")
+    return hist
 
 
 def _test_accuracy(path: Path) -> float | None:
-    with h5py.File(path, "r", locking=False) as fh:
-        correct = fh["correct"][()]
-    return float(correct.mean()) if len(correct) else None
+    arrays, _ = read_features(path, keys=("correct",))
+    if "correct" not in arrays:
+        raise CsfbenchError(f"{path}: no dataset 'correct'")
+    correct = arrays["correct"]
+    return round(float(correct.mean()), 4) if len(correct) else None
 
 
-def summarize(results: Path) -> str:
-    """Models with their final validation and test accuracy, and their feature and metric files."""
-    rows = []
-    for history in sorted((results / "models").glob("*/*/history.csv")):
-        source, model = history.parent.parent.name, history.parent.name
-        if source == "pretrain":
-            continue
-        hist = pd.read_csv(history)
-        feature_dir = results / "features" / source / model
-        files = sorted(feature_dir.glob("*.h5"))
-        test = feature_dir / "test.h5"
-        rows.append({"source": source, "model": model, "epochs": len(hist),
-                     "val_acc": round(float(hist["val_acc"].iloc[-1]), 4),
-                     "test_acc": round(_test_accuracy(test), 4) if test.is_file() else None,
-                     "feature_files": len(files),
-                     "MB": round(sum(f.stat().st_size for f in files) / 2**20, 2),
-                     "metric_files": len(list((results / "metrics" / source / model).glob("*.parquet")))})
+def _attempt(read: Callable[[Path], object], path: Path, unreadable: list[str]):
+    """``read(path)``, or None with the reason appended to ``unreadable`` when the file cannot be read."""
+    try:
+        return read(path)
+    except CsfbenchError as err:
+        unreadable.append(f"unreadable: {err}")
+        return None
+
+
+def _model_row(results: Path, history: Path, unreadable: list[str]) -> dict:
+    source, model = history.parent.parent.name, history.parent.name
+    hist = _attempt(_read_history, history, unreadable)
+    feature_dir = results / "features" / source / model
+    files = sorted(feature_dir.glob("*.h5"))
+    test = feature_dir / "test.h5"
+    return {"source": source, "model": model, "epochs": None if hist is None else len(hist),
+            "val_acc": None if hist is None else round(float(hist["val_acc"].iloc[-1]), 4),
+            "test_acc": _attempt(_test_accuracy, test, unreadable) if test.is_file() else None,
+            "feature_files": len(files),
+            "MB": round(sum(f.stat().st_size for f in files) / 2**20, 2),
+            "metric_files": len(list((results / "metrics" / source / model).glob("*.parquet")))}
+
+
+def summarize(results: Path) -> tuple[str, list[str]]:
+    """Models with their final validation and test accuracy, and their feature and metric files.
+
+    Returns the text and its ``unreadable: ...`` lines (also part of the text), one per file that
+    could not be read."""
+    unreadable: list[str] = []
+    rows = [_model_row(results, history, unreadable)
+            for history in sorted((results / "models").glob("*/*/history.csv"))
+            if history.parent.parent.name != "pretrain"]
     if not rows:
-        return f"no trained models under {results}/models"
+        return f"no trained models under {results}/models", unreadable
     table = pd.DataFrame(rows)
     lines = [table.to_string(index=False), "",
              f"{len(table)} models, {int(table['feature_files'].sum())} feature files "
@@ -41,4 +77,4 @@ def summarize(results: Path) -> str:
     report = results / "report.html"
     if report.is_file():
         lines.append(f"report: {report.resolve()}")
-    return "\n".join(lines)
+    return "\n".join(lines + unreadable), unreadable

@@ -1,4 +1,4 @@
-"""Make ``import torchvision`` (and so ``import timm``) work next to a CPU-only torch.
+"""Torch compatibility: ``import torchvision`` (and ``timm``) next to a CPU-only torch; weights-only loading.
 
 The torchvision wheels on PyPI are CUDA builds: their ``_C`` extension links ``libtorch_cuda.so``.
 Next to the CPU torch of the development/CI machines the extension fails to load, torchvision
@@ -10,14 +10,21 @@ define the two operator schemas torchvision's meta registrations need (``nms``, 
 plain-torch CPU kernel, import torchvision, and bypass its ``_assert_has_ops`` check.  A working
 (CUDA) install is never touched.  ``torchvision.io`` decoding stays unavailable in that mode; the
 package decodes images with PIL.
+
+:func:`load_weights` is ``torch.load(weights_only=True)`` with an error that names the file: torch's
+own refusal of a pickle that references arbitrary globals (code a tampered checkpoint would run)
+names no file and advises loading it with ``weights_only=False``.
 """
 from __future__ import annotations
 
 import importlib.util
+import pickle
 import sys
 from pathlib import Path
 
 import torch
+
+from csfbench.errors import CheckpointError
 
 #: True when the fallback operators were installed (the real extension could not be loaded).
 SHIM_ACTIVE = False
@@ -83,3 +90,32 @@ def ensure_torchvision() -> None:
     if SHIM_ACTIVE:
         torchvision.extension._assert_has_ops = lambda: None
         torchvision.ops.boxes._assert_has_ops = lambda: None
+
+
+# torch's refusal message; the reason follows it in the exception that it replaced
+_REFUSAL = "Weights only load failed"
+
+
+def load_weights(path: str | Path, map_location: str | torch.device = "cpu"):
+    """``torch.load(path, weights_only=True)``; a file that is missing, not a weights-only pickle
+    (tensors and plain containers only) or not readable raises :class:`CheckpointError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(path, "checkpoint not found")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as err:
+        raise CheckpointError(path, f"not a weights-only checkpoint (refused: {_refusal_reason(err)})") from None
+    except Exception as err:  # zip, EOF, key and runtime errors of a corrupt file alike
+        raise CheckpointError(path, f"not a readable checkpoint ({type(err).__name__}: {err})") from None
+
+
+def _refusal_reason(err: pickle.UnpicklingError) -> str:
+    """Why the unpickler refused the file, without torch's advice on loading it anyway (with
+    ``weights_only=False`` or by allow-listing the global it references)."""
+    if not str(err).startswith(_REFUSAL):
+        return str(err)
+    inner = err.__context__
+    if inner is None:
+        return "it holds objects other than tensors and plain containers"
+    return str(inner).strip().split(" Please ", 1)[0]

@@ -1,4 +1,5 @@
-"""The demo config (config/config.yaml) with its ``demo.spec`` replaced, for the generator's tests."""
+"""The demo config (config/config.yaml) edited: its ``demo.spec`` replaced (the generator's tests) or one
+key changed or removed (the validation tests)."""
 from __future__ import annotations
 
 import copy
@@ -23,3 +24,16 @@ def full_spec(spec: dict | None = None) -> dict:
     """The complete demo spec the workflow passes to the generator: ``spec`` validated and completed
     with the schema's defaults (the default spec if None)."""
     return validate_config(demo_config(spec))["demo"]["spec"]
+
+
+def edited(config: dict, path: tuple, value: object) -> dict:
+    """A copy of ``config`` with the key at ``path`` set to ``value`` (removed if ``value`` is KeyError)."""
+    config = copy.deepcopy(config)
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return config

@@ -6,6 +6,7 @@ from csfbench.errors import ConfigError
 from csfbench.grid import check_selections, csf_fit_config, eval_set_spec, iter_models, model_ids, model_spec
 from csfbench.ids import MODEL_PATTERN, ModelId
 from csfbench.settings import load_config, schema_default, validate_config
+from tests.helpers.demo_config import edited
 
 
 @pytest.fixture(scope="module")
@@ -69,18 +70,6 @@ def test_model_id_rejects_garbage():
         ModelId.parse("vgg13-dg-run1")
 
 
-def _broken(config, path, value):
-    config = copy.deepcopy(config)
-    node = config
-    for key in path[:-1]:
-        node = node[key]
-    if value is KeyError:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-    return config
-
-
 @pytest.mark.parametrize("path, value, fragments", [
     (("sources", "demo10", "n_classes"), "ten", ["sources/demo10/n_classes", "type integer", "'ten'"]),
     (("sources", "demo10", "n_classes"), 1, ["sources/demo10/n_classes", "minimum 2", "1"]),
@@ -103,7 +92,7 @@ def _broken(config, path, value):
 ])
 def test_invalid_config_names_key_expected_found(demo, path, value, fragments):
     with pytest.raises(ConfigError) as err:
-        validate_config(_broken(demo, path, value))
+        validate_config(edited(demo, path, value))
     message = str(err.value)
     for fragment in fragments:
         assert fragment in message, message
@@ -156,71 +145,3 @@ def test_csf_methods_select_what_a_fit_computes_and_a_fit_reruns_only_for_its_ow
     more["csf"]["methods"] = ["MSR", "ViM", "KNN"]
     assert csf_fit_config(more, "global") == csf_fit_config(config, "global")
     assert csf_fit_config(more, "none")["methods"] == ["KNN", "MSR", "ViM"]
-
-
-@pytest.mark.parametrize("path, value, key", [
-    # with a `pretrain` section the pretrained file is rule pretrain_vit's output: a user's own weights would
-    # be overwritten
-    (("backbones", "vit", "pretrained", "file"), "/home/me/weights/vit.safetensors", "backbones/vit/pretrained/file"),
-    (("backbones", "vit", "pretrained", "file"), "results/../my_vit.safetensors", "backbones/vit/pretrained/file"),
-    # the demo generator writes into data_root
-    (("data_root",), "/home/me/datasets", "data_root"),
-    (("data_root",), "data", "data_root"),
-])
-def test_configured_outputs_outside_results_are_refused(demo, path, value, key):
-    with pytest.raises(ConfigError) as err:
-        validate_config(_broken(demo, path, value))
-    assert key in str(err.value) and "under results/" in str(err.value) and str(value) in str(err.value)
-
-
-def test_existing_pretrained_weights_are_an_input_when_there_is_no_pretrain_section(demo):
-    config = copy.deepcopy(demo)
-    del config["pretrain"], config["demo"]
-    config["backbones"]["vit"]["pretrained"]["file"] = "/home/me/weights/vit.safetensors"
-    config["data_root"] = "/data"
-    assert validate_config(config)["backbones"]["vit"]["pretrained"]["file"] == "/home/me/weights/vit.safetensors"
-
-
-@pytest.mark.parametrize("override, key, found", [
-    ({"vgg13": {"dg": {"epochz": 50}}}, "sources/demo10/training/vgg13/dg", "epochz"),
-    ({"vgg13": {"dg": {"epochs": "two"}}}, "sources/demo10/training/vgg13/dg/epochs", "'two'"),
-    ({"vgg13": {"dg": {"epochs": -3}}}, "sources/demo10/training/vgg13/dg/epochs", "-3"),
-    ({"vgg13": {"common": {"batch_size": 0}}}, "sources/demo10/training/vgg13/common/batch_size", "0"),
-])
-def test_a_sources_training_overrides_are_validated_as_the_training_section(demo, override, key, found):
-    with pytest.raises(ConfigError) as err:
-        validate_config(_broken(demo, ("sources", "demo10", "training"), override))
-    assert f"'{key}'" in str(err.value) and found in str(err.value)
-
-
-@pytest.mark.parametrize("key, value, fragments", [
-    ("fixed", {"projection": {"varience": 0.9}}, ["csf/fixed/projection/varience", "['variance']"]),
-    ("fixed", {"projection": {"variance": 5.0}}, ["csf/fixed/projection/variance", "(0, 1]", "5.0"]),
-    ("fixed", {"GEN": {"t": 1.0}}, ["csf/fixed/GEN/t", "['gamma', 'm']"]),
-    ("search_space", {"GEN": {"m": [10, 2]}}, ["csf/search_space/GEN/m", "low <= high", "[10, 2]"]),
-])
-def test_csf_parameter_names_and_ranges_are_checked(demo, key, value, fragments):
-    with pytest.raises(ConfigError) as err:
-        validate_config(_broken(demo, ("csf", key), value))
-    for fragment in fragments:
-        assert fragment in str(err.value), str(err.value)
-
-
-@pytest.mark.parametrize("edit, key, suggestion", [
-    (lambda c: c.setdefault("shifts", {}).__setitem__("models", ["vgg13_dg_do1_rew2.2_run7"]), "shifts/models",
-     None),
-    (lambda c: c.setdefault("shifts", {}).__setitem__("sources", ["demo1O"]), "shifts/sources", "demo10"),
-    (lambda c: c["ranking"]["metric_groups"].__setitem__("rc", ["augrc", "aurcc"]), "ranking/metric_groups/rc", "aurc"),
-    (lambda c: c["figures"]["rc_curves"]["models"].__setitem__("demo10", "vgg13_dg_do0_rew9_run1"),
-     "figures/rc_curves/models/demo10", None),
-    (lambda c: c["figures"].__setitem__("table_metric", "AUGRC"), "figures/table_metric", "augrc"),
-])
-def test_typos_in_selected_names_are_errors_listing_the_valid_ones(demo, edit, key, suggestion):
-    config = copy.deepcopy(demo)
-    edit(config)
-    validate_config(config)
-    with pytest.raises(ConfigError) as err:
-        check_selections(config, "test")
-    assert f"'{key}'" in str(err.value) and "expected one of [" in str(err.value)
-    if suggestion:
-        assert f"did you mean '{suggestion}'" in str(err.value)

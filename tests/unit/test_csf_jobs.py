@@ -10,7 +10,7 @@ from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
 from csfbench.errors import FeatureFileError
 from csfbench.evaluation import COLUMNS, metric_rows
-from csfbench.features.store import FeatureWriter
+from csfbench.features.store import FeatureWriter, run_attrs
 from csfbench.settings import schema_default
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 from csfbench.stages.csf import fit_csf, score_csf
@@ -33,11 +33,11 @@ SETS = {"val": EvalSet("val", "id", "val"),
 
 
 def write_feature_file(path, split, ctx, model=MODEL, passes=3):
-    attrs = {**{k: getattr(SPEC, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")},
-             "model": model,
+    attrs = {**{k: getattr(SPEC, k) for k in ("backbone", "paradigm", "dropout", "reward", "run")},
+             **run_attrs(SPEC), "model": model,
              "dataset": split.dataset, "split": "test", "n_classes": ctx.n_classes, "feature_dim": ctx.weight.shape[1],
-             "seed": 0, "image_size": 32, "package_version": "0", "git_commit": "x", "config_hash": "h",
-             "created": "now", "mcd_samples": passes, "shift_type": "semantic" if split.dataset == "ood" else "id"}
+             "image_size": 32, "package_version": "0", "git_commit": "x", "created": "now", "mcd_samples": passes,
+             "shift_type": "semantic" if split.dataset == "ood" else "id"}
     n = len(split)
     with FeatureWriter(path, n, ctx.n_classes, ctx.weight.shape[1], passes, True, attrs, "gzip") as writer:
         writer.write_batch({"logits": split.logits.astype(np.float32), "features": split.features.astype(np.float32),

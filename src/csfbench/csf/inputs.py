@@ -52,8 +52,9 @@ class SplitData:
 
 
 def load_splits(path: str | Path, modes: tuple[str, ...], expect: dict) -> dict[str, SplitData]:
-    """Read a feature file once (validated against the contract and ``expect`` attributes) and
-    return its :class:`SplitData` in each of ``modes``."""
+    """Read a feature file once (validated against the contract and ``expect`` attributes, e.g.
+    :func:`csfbench.features.store.run_attrs` of the model spec) and return its :class:`SplitData`
+    in each of ``modes``."""
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise ValueError(f"unknown CSF input mode(s) {unknown}; expected some of {MODES}")

@@ -22,7 +22,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from csfbench.atomic import atomic_path
+from csfbench.atomic import atomic_hdf5
 from csfbench.csf.engine import FittedCsf, FittedMode
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import ClassSubspaces
@@ -73,7 +73,7 @@ def read_projection(path: str | Path, mode: str = "det") -> dict:
 def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.ndarray, np.ndarray],
               attrs: dict) -> None:
     """Write the fitted state of every input mode of one (model, fit group)."""
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
+    with atomic_hdf5(path) as fh:
         fh.attrs.update(attrs)
         fh.attrs["fit_format"] = FIT_FORMAT
         _write_arrays(fh.create_group("head"), {"weight": head[0], "bias": head[1]})
@@ -130,7 +130,7 @@ def write_scores(path: str | Path, sets: dict[str, tuple[dict, dict[str, SplitDa
 
     ``sets``: {dataset: (scores {mode: {(CSF, variant): (N,)}}, splits {mode: SplitData}, set attrs)}.
     """
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
+    with atomic_hdf5(path) as fh:
         fh.attrs.update(attrs)
         for dataset, (scores, splits, set_attrs) in sets.items():
             group = fh.create_group(dataset)

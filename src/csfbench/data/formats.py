@@ -3,15 +3,16 @@
 Each :class:`Format` names its reader (see :mod:`csfbench.data.readers`), the official splits it
 has, the options its reader takes and the expected on-disk layout.  The layout text lives here
 only.  The dependency goes one way: this module imports the readers, which know nothing of it.
-:meth:`Format.reader` is the one place where a reader's :class:`~csfbench.data.readers.ReaderError`
-(path and problem) becomes a :class:`~csfbench.errors.DatasetError` that also names the dataset and
-the expected layout.
+:meth:`Format.reader` and :meth:`Format.check_files` are the only places where a reader's
+:class:`~csfbench.data.readers.ReaderError` (path and problem) becomes a
+:class:`~csfbench.errors.DatasetError` that also names the dataset and the expected layout.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from csfbench.data import readers
 from csfbench.data.base import ImageSet
@@ -41,14 +42,35 @@ class Format:
         """Read the official ``split`` of the dataset ``name`` under ``root``.
 
         Checks that ``root`` is a directory and that ``split`` and the option names are this
-        format's, then calls :attr:`read`.  Any problem raises a :class:`DatasetError` naming the
-        dataset, the path tried, the problem and :attr:`expected_layout`.
+        format's, calls :attr:`read` and checks that the split holds at least one image.  Any
+        problem raises a :class:`DatasetError` naming the dataset, the path tried, the problem and
+        :attr:`expected_layout`.
         """
         root = Path(root)
-        try:
+        with self._as_dataset_error(name):
             require_directory(root)
             self._check_request(root, split, options)
-            return self.read(root, split, name, **options)
+            images = self.read(root, split, name, **options)
+            if not len(images):
+                what = f"split '{split}'" if self.splits else "the dataset"
+                raise ReaderError(root, f"{what} holds no images")
+            return images
+
+    def check_files(self, images: ImageSet) -> None:
+        """Check that every image file behind ``images`` (read by :meth:`reader`) has an image header.
+
+        Reads one header per file (see :func:`~csfbench.data.readers.check_image_files`): the
+        dataset index does it once, before any job decodes the images.  A file that is no image
+        raises a :class:`DatasetError` naming it.
+        """
+        with self._as_dataset_error(images.name):
+            readers.check_image_files(images)
+
+    @contextmanager
+    def _as_dataset_error(self, name: str) -> Iterator[None]:
+        """Turn a :class:`ReaderError` into a :class:`DatasetError` of dataset ``name`` and this layout."""
+        try:
+            yield
         except ReaderError as error:
             raise DatasetError(name, error.path, error.problem, self.expected_layout) from error
 

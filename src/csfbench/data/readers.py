@@ -19,6 +19,7 @@ from typing import Callable, TypeVar
 
 import numpy as np
 import scipy.io
+from PIL import Image
 
 from csfbench.data.base import ArrayImageSet, FileImageSet, ImageSet
 from csfbench.errors import CsfbenchError
@@ -105,6 +106,23 @@ def _ids(prefix: str, indices: np.ndarray) -> np.ndarray:
 
 def _is_image(path: Path) -> bool:
     return path.suffix.lower() in IMAGE_EXTENSIONS
+
+
+def check_image_files(images: ImageSet) -> None:
+    """Every file behind ``images`` opens as an image; an in-memory or memory-mapped set has none.
+
+    Only the header is read (``Image.open`` is lazy): a text file named ``.png`` or an empty file is
+    found at the cost of one small read per file, a corrupt payload is not.
+    """
+    if not isinstance(images, FileImageSet):
+        return
+    for relative in images.sample_ids:
+        path = images.root / relative
+        try:
+            with Image.open(path):
+                pass
+        except (OSError, Image.DecompressionBombError) as exc:  # UnidentifiedImageError is an OSError
+            raise ReaderError(path, f"not a readable image ({type(exc).__name__}: {exc})") from exc
 
 
 # ---------------------------------------------------------------------------------------------

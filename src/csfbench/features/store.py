@@ -9,9 +9,11 @@ passes add ``mcd/logits`` (N×T×K), ``mcd/confidence`` (N×T, when the paradigm
 ``mcd/features_mean`` (N×D).  The ``train`` file adds ``head/weight`` (K×D) and ``head/bias`` (K).
 Attributes: see :data:`REQUIRED_ATTRS`.
 
-Writing goes through :func:`csfbench.atomic.atomic_path`: a hidden temporary file in the same folder
+Writing goes through :func:`csfbench.atomic.atomic_hdf5`: a hidden temporary file in the same folder
 that is renamed to the final name only after every row was written and the file closed; a killed job
-never leaves a file that looks complete.
+never leaves a file that looks complete.  The writer first checks that the disk has room for the
+uncompressed arrays, and flushes after every batch, so a disk that fills up during extraction is a
+:class:`~csfbench.errors.WriteError` naming the file and the rows, with the temporary file removed.
 """
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from csfbench.atomic import atomic_path
-from csfbench.errors import FeatureFileError
+from csfbench.atomic import atomic_hdf5, flush_hdf5, release_disk, require_free_space
+from csfbench.errors import FeatureFileError, WriteError
+from csfbench.seeds import spec_hash
+from csfbench.specs import ModelSpec
 
 REQUIRED_ATTRS = (
     "source", "model", "dataset", "split", "n_classes", "feature_dim", "backbone", "paradigm", "dropout",
@@ -30,6 +34,16 @@ REQUIRED_ATTRS = (
     "mcd_samples", "shift_type",
 )
 _STRING = h5py.string_dtype("utf-8")
+SAMPLE_ID_BYTES = 32  # a sample id's share of the file: its UTF-8 bytes and HDF5's heap entry
+
+
+def _uncompressed_bytes(n: int, n_outputs: int, feature_dim: int, mcd_samples: int, has_confidence: bool) -> int:
+    """Size in bytes of a feature file's arrays before compression: the free space a writer requires
+    (compression only shrinks them; HDF5's own metadata is a few KiB)."""
+    row = 4 * (n_outputs + feature_dim + has_confidence) + 8 + 8 + 1 + SAMPLE_ID_BYTES
+    if mcd_samples > 0:
+        row += 4 * (mcd_samples * n_outputs + feature_dim + mcd_samples * has_confidence)
+    return n * row
 
 
 def _compression(kind: str) -> dict:
@@ -52,26 +66,25 @@ class FeatureWriter:
         self.path = Path(path)
         self.n = n
         self.cursor = 0
+        require_free_space(self.path, _uncompressed_bytes(n, n_outputs, feature_dim, mcd_samples, has_confidence))
         self._atomic = contextlib.ExitStack()
-        self.tmp = self._atomic.enter_context(atomic_path(self.path))
+        self.file = self._atomic.enter_context(atomic_hdf5(self.path))
         try:
-            self.file = h5py.File(self.tmp, "w", locking=False)
             self._layout(n, n_outputs, feature_dim, mcd_samples, has_confidence, attrs, compression)
         except BaseException as err:
-            if hasattr(self, "file"):
-                self.file.close()
             self._atomic.__exit__(type(err), err, err.__traceback__)  # discards the temporary file
             raise
 
     def _layout(self, n: int, n_outputs: int, feature_dim: int, mcd_samples: int, has_confidence: bool,
                 attrs: dict, compression: str) -> None:
+        self._datasets: dict[str, h5py.Dataset] = {}  # held open: see write_batch
         rows = max(1, min(n, (1 << 20) // max(1, 4 * max(feature_dim, n_outputs * max(mcd_samples, 1)))))
         comp = _compression(compression)
 
         def create(name, shape, dtype, **extra):
             chunks = (rows,) + tuple(shape[1:]) if n > 0 else None
-            return self.file.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, track_times=False,
-                                            **(comp if n > 0 else {}), **extra)
+            self._datasets[name] = self.file.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks,
+                                                            track_times=False, **(comp if n > 0 else {}), **extra)
 
         create("logits", (n, n_outputs), "f4")
         create("features", (n, feature_dim), "f4")
@@ -95,13 +108,20 @@ class FeatureWriter:
         sl = slice(self.cursor, self.cursor + size)
         if sl.stop > self.n:
             raise ValueError(f"{self.path}: writing rows up to {sl.stop} into a file of {self.n} rows")
-        for name, value in arrays.items():
-            if name not in self.file:
-                raise KeyError(f"{self.path}: no dataset '{name}' in the feature file layout")
-            self.file[name][sl] = value
+        unknown = sorted(set(arrays) - set(self._datasets))
+        if unknown:
+            raise KeyError(f"{self.path}: no dataset {unknown} in the feature file layout")
+        what = f"rows {sl.start}-{sl.stop - 1}"
+        try:  # through the datasets held open (csfbench.atomic.flush_hdf5)
+            for name, value in arrays.items():
+                self._datasets[name][sl] = value
+        except (OSError, RuntimeError) as err:
+            raise WriteError(f"{self.path}: cannot write {what}: {err}") from err
+        flush_hdf5(self.file, self.path, what)  # a full disk surfaces here, at the batch that hit it
         self.cursor = sl.stop
 
     def write_head(self, weight: np.ndarray, bias: np.ndarray) -> None:
+        """Add the classifier head (``head/weight`` K×D, ``head/bias`` K), written with the file's last flush."""
         self.file.create_dataset("head/weight", data=weight.astype(np.float32), track_times=False)
         self.file.create_dataset("head/bias", data=bias.astype(np.float32), track_times=False)
 
@@ -109,21 +129,22 @@ class FeatureWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.file.close()
         if exc_type is None and self.cursor != self.n:
             exc = ValueError(f"{self.path}: only {self.cursor} of {self.n} rows were written")
             self._atomic.__exit__(ValueError, exc, None)  # discards the temporary file
             raise exc
-        self._atomic.__exit__(exc_type, exc, tb)  # renames on success, discards on an exception
+        if exc_type is not None:
+            release_disk(self.file)
+            self._datasets.clear()
+        self._atomic.__exit__(exc_type, exc, tb)  # flushes, closes and renames on success; discards on an exception
 
 
 def read_features(path: str | Path, keys: tuple[str, ...] | None = None) -> tuple[dict[str, np.ndarray], dict]:
-    """Load datasets (all, or ``keys``) and attributes of a feature file into memory."""
-    path = Path(path)
-    if not path.is_file():
-        raise FeatureFileError(f"feature file not found: {path}")
+    """Load datasets (all, or ``keys``) and attributes of a feature file into memory.
+
+    A missing, truncated or corrupt file raises :class:`FeatureFileError` naming it."""
     out: dict[str, np.ndarray] = {}
-    with h5py.File(path, "r", locking=False) as fh:
+    with _open(path) as fh:
         attrs = dict(fh.attrs)
 
         def visit(name, obj):
@@ -137,39 +158,107 @@ def read_features(path: str | Path, keys: tuple[str, ...] | None = None) -> tupl
 def validate_feature_file(path: str | Path, expect: dict | None = None) -> dict:
     """Check a feature file against the contract; return its attributes.
 
-    ``expect`` maps attribute names to required values (e.g. the model id, so that a file of
-    another model is rejected).  Raises :class:`FeatureFileError` naming the file, the key, what was
-    expected and what was found; NaN/Inf in logits or features are errors.
+    ``expect`` maps attribute names to required values (:func:`run_attrs` of the model spec, so that a
+    file of another model, or of another run of it, is rejected).  Raises :class:`FeatureFileError`
+    naming the file, the key, what was expected and what was found: for a file that cannot be read,
+    a missing attribute or dataset, a wrong shape or dtype, NaN/Inf in logits, features or
+    confidences, and labels outside [-1, n_classes) (-1: unlabelled, e.g. semantic shift).  Arrays are
+    read in row blocks: memory stays bounded.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FeatureFileError(f"{path}: feature file not found")
-    with h5py.File(path, "r", locking=False) as fh:
+    with _open(path) as fh:
         attrs = dict(fh.attrs)
-        missing = [a for a in REQUIRED_ATTRS if a not in attrs]
-        if missing:
-            raise FeatureFileError(f"{path}: missing attributes {missing}")
-        for key, value in (expect or {}).items():
-            if str(attrs.get(key)) != str(value):
-                raise FeatureFileError(f"{path}: attribute '{key}': expected {value!r}, found {attrs.get(key)!r}")
-        for name in ("logits", "features", "labels", "pred", "correct", "sample_id"):
-            if name not in fh:
-                raise FeatureFileError(f"{path}: missing dataset '{name}'")
-        n = fh["labels"].shape[0]
-        n_out = int(attrs["n_classes"]) + (1 if attrs["paradigm"] == "dg" else 0)
-        shapes = {"logits": (n, n_out), "features": (n, int(attrs["feature_dim"]))}
-        for name, shape in shapes.items():
-            if fh[name].shape != shape:
-                raise FeatureFileError(f"{path}: dataset '{name}': expected shape {shape}, found {fh[name].shape}")
-        for name in ("logits", "features", "mcd/logits", "mcd/features_mean"):
-            if name in fh and n > 0:
-                bad = _count_non_finite(fh[name])
-                if bad:
-                    raise FeatureFileError(f"{path}: dataset '{name}': expected finite values, found {bad} NaN/Inf")
+        _check_attrs(path, attrs, expect or {})
+        _check_layout(path, fh, attrs)
+        _check_values(path, fh, int(attrs["n_classes"]))
     return attrs
 
 
 def _count_non_finite(dataset: h5py.Dataset) -> int:
-    """Non-finite entries, read chunk-row-block by block (memory bounded)."""
-    step = dataset.chunks[0] if dataset.chunks else len(dataset)
-    return sum(int((~np.isfinite(dataset[i:i + step])).sum()) for i in range(0, len(dataset), step))
+    """Non-finite entries, read block by block (memory bounded)."""
+    return sum(int((~np.isfinite(block)).sum()) for block in _row_blocks(dataset))
+
+
+REQUIRED_DATASETS = ("logits", "features", "labels", "pred", "correct", "sample_id")
+FINITE_DATASETS = ("logits", "features", "confidence", "mcd/logits", "mcd/features_mean", "mcd/confidence")
+ROW_BLOCK = 65536  # rows per read of an unchunked dataset
+
+
+def run_attrs(spec: ModelSpec) -> dict:
+    """The attributes that identify the feature files of ``spec``'s run, as
+    :func:`csfbench.features.extract.feature_attrs` writes them: the ``expect`` of
+    :func:`validate_feature_file` for a consumer that holds the model spec."""
+    return {"source": spec.source, "model": spec.model, "seed": spec.seed, "config_hash": spec_hash(spec.to_dict())}
+
+
+@contextlib.contextmanager
+def _open(path: str | Path):
+    """``path`` opened for reading; a missing file, and a failure to open or read it inside the
+    ``with`` block (truncated, corrupt, not HDF5), raise :class:`FeatureFileError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FeatureFileError(f"{path}: feature file not found")
+    try:
+        with h5py.File(path, "r", locking=False) as fh:
+            yield fh
+    except (OSError, KeyError, RuntimeError) as err:  # h5py's errors for truncated or corrupt content
+        raise FeatureFileError(f"{path}: not a readable HDF5 feature file ({type(err).__name__}: {err})") from err
+
+
+def _check_attrs(path: Path, attrs: dict, expect: dict) -> None:
+    """Required attributes present, sizes integral, ``expect`` met."""
+    missing = [a for a in REQUIRED_ATTRS if a not in attrs]
+    if missing:
+        raise FeatureFileError(f"{path}: missing attributes {missing}")
+    for key in ("n_classes", "feature_dim", "mcd_samples"):
+        if not isinstance(attrs[key], (int, np.integer)) or attrs[key] < 0:
+            raise FeatureFileError(f"{path}: attribute '{key}': expected a non-negative integer, "
+                                   f"found {attrs[key]!r}")
+    for key, value in expect.items():
+        found = str(attrs.get(key))
+        if found != str(value):
+            raise FeatureFileError(f"{path}: attribute '{key}': expected {str(value)!r}, found {found!r}")
+
+
+def _check_layout(path: Path, fh: h5py.File, attrs: dict) -> None:
+    """Every required dataset present; each dataset of the contract with its shape and dtype kind."""
+    missing = [name for name in REQUIRED_DATASETS if name not in fh]
+    if missing:
+        raise FeatureFileError(f"{path}: missing dataset(s) {missing}")
+    labels = fh["labels"]
+    if not isinstance(labels, h5py.Dataset) or labels.ndim != 1:
+        raise FeatureFileError(f"{path}: dataset 'labels': expected shape (N,), found {labels}")
+    n, d, t = labels.shape[0], int(attrs["feature_dim"]), int(attrs["mcd_samples"])
+    k = int(attrs["n_classes"]) + (1 if attrs["paradigm"] == "dg" else 0)
+    layout = {"logits": ((n, k), "f"), "features": ((n, d), "f"), "labels": ((n,), "iu"), "pred": ((n,), "iu"),
+              "correct": ((n,), "b"), "sample_id": ((n,), "OSU"), "confidence": ((n,), "f"),
+              "mcd/logits": ((n, t, k), "f"), "mcd/features_mean": ((n, d), "f"), "mcd/confidence": ((n, t), "f")}
+    for name, (shape, kinds) in layout.items():
+        dataset = fh[name] if name in fh else None
+        if dataset is not None and (not isinstance(dataset, h5py.Dataset) or dataset.shape != shape
+                                    or dataset.dtype.kind not in kinds):
+            raise FeatureFileError(f"{path}: dataset '{name}': expected shape {shape} of dtype kind {kinds!r}, "
+                                   f"found {dataset}")
+
+
+def _check_values(path: Path, fh: h5py.File, n_classes: int) -> None:
+    """Finite logits, features and confidences; labels in [-1, n_classes) (-1: an unlabelled sample)."""
+    for name in FINITE_DATASETS:
+        bad = _count_non_finite(fh[name]) if name in fh else 0
+        if bad:
+            raise FeatureFileError(f"{path}: dataset '{name}': expected finite values, found {bad} NaN/Inf")
+    count, values = 0, set()
+    for block in _row_blocks(fh["labels"]):
+        bad = block[(block < -1) | (block >= n_classes)]
+        count += len(bad)
+        values.update(np.unique(bad)[:5].tolist())
+    if count:
+        raise FeatureFileError(f"{path}: dataset 'labels': expected values in [-1, {n_classes}) (-1: unlabelled), "
+                               f"found {count} outside that range: {sorted(values)[:5]}")
+
+
+def _row_blocks(dataset: h5py.Dataset):
+    """``dataset`` in blocks of rows: its chunk rows, or :data:`ROW_BLOCK` rows when it is not chunked."""
+    step = dataset.chunks[0] if dataset.chunks else ROW_BLOCK
+    for start in range(0, len(dataset), step):
+        yield dataset[start:start + step]

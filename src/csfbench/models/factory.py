@@ -6,9 +6,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from csfbench.errors import CheckpointError
 from csfbench.models.network import Classifier
 from csfbench.models.vgg import VGG13Encoder
 from csfbench.specs import ModelSpec
+from csfbench.torch_compat import load_weights
 
 
 def build_model(spec: ModelSpec, pretrained: bool = True) -> Classifier:
@@ -35,8 +37,13 @@ def build_model(spec: ModelSpec, pretrained: bool = True) -> Classifier:
 
 
 def load_checkpoint(spec: ModelSpec, path: str | Path, device: str | torch.device = "cpu") -> Classifier:
-    """The trained classifier of ``spec`` from a weights-only ``checkpoint.pt``, in eval mode."""
+    """The trained classifier of ``spec`` from a weights-only ``checkpoint.pt``, in eval mode.
+
+    A file that is not a weights-only state dict of this model raises :class:`CheckpointError`."""
     model = build_model(spec, pretrained=False)
-    state = torch.load(path, map_location=device, weights_only=True)
-    model.load_state_dict(state)
+    state = load_weights(path, map_location=device)
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError) as err:
+        raise CheckpointError(path, f"not a checkpoint of model {spec.model} ({err})") from None
     return model.to(device).eval()

@@ -15,7 +15,7 @@ from csfbench.csf.inputs import load_splits
 from csfbench.csf.registry import ModelContext
 from csfbench.csf.store import read_fit, write_fit, write_scores
 from csfbench.evaluation import metric_rows
-from csfbench.features.store import read_features
+from csfbench.features.store import read_features, run_attrs
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.seeds import spec_hash
 from csfbench.specs import EvalSet, ModelSpec
@@ -35,7 +35,7 @@ def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str |
 
     ``csf_settings``: the config's ``csf`` section as :func:`csfbench.grid.csf_fit_config` cuts it.
     """
-    expect = {"model": spec.model, "source": spec.source}
+    expect = run_attrs(spec)  # a feature file of another model, or of another run of it, is rejected
     arrays, _ = read_features(train_h5, keys=("head/weight", "head/bias"))
     if "head/weight" not in arrays:
         raise ValueError(f"{train_h5}: the train feature file has no 'head/weight'")
@@ -68,7 +68,7 @@ def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, fea
     ordered = sorted(eval_sets, key=lambda e: e.name != "test")
     written, rows, reference = {}, [], None
     for eval_set in ordered:
-        expect = {"model": spec.model, "source": spec.source, "dataset": eval_set.name}
+        expect = {**run_attrs(spec), "dataset": eval_set.name}
         splits = load_splits(features[eval_set.name], tuple(fitted), expect)
         if len(next(iter(splits.values()))) == 0:
             raise ValueError(f"{features[eval_set.name]}: empty evaluation set {eval_set.name!r}")

@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from csfbench.atomic import atomic_path
+from csfbench.atomic import atomic_hdf5, atomic_path
 from csfbench.data.sources import shift_set, source_split
 from csfbench.proximity.encoders import build_encoder, class_names, embed_timed
 from csfbench.proximity.regimes import stratify
@@ -41,7 +41,7 @@ def embed_source_sets(source: str, source_dataset: DatasetSpec, val_size: int, o
         text_status = f"skipped: no class names configured (proximity/encoder/class_names/{source})"
     else:
         text_status = "computed"
-    with atomic_path(out_h5) as tmp, h5py.File(tmp, "w") as fh:
+    with atomic_hdf5(out_h5) as fh:
         fh.attrs.update(source=source, encoder=encoder.description, sets=json.dumps(list(sets)),
                         text_alignment=text_status)
         for name, emb in embeddings.items():

@@ -7,8 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from csfbench.atomic import atomic_path
-from csfbench.data.sources import source_split
-from csfbench.errors import ConfigError
+from csfbench.data.sources import check_n_classes, check_val_size, source_split
 from csfbench.specs import ModelSpec
 from csfbench.training.loop import autocast_dtype, resolve_device, train_model
 
@@ -18,8 +17,10 @@ log = logging.getLogger(__name__)
 def train(spec: ModelSpec, checkpoint: str | Path, history: str | Path, num_workers: int = 0) -> None:
     """Train one model (all paradigm stages) with resume support next to the checkpoint."""
     train_set = source_split(spec.dataset, spec.val_size, "train")
+    check_n_classes(train_set.labels, spec.n_classes, f"sources/{spec.source}/n_classes", spec.dataset.name)
+    check_val_size(spec.val_size, len(source_split(spec.dataset, 0, "test")), f"sources/{spec.source}/val_size",
+                   spec.dataset.name, "test")
     val_set = source_split(spec.dataset, spec.val_size, "val")
-    _check_labels(train_set.labels, spec)
     checkpoint = Path(checkpoint)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     device = resolve_device()
@@ -27,12 +28,6 @@ def train(spec: ModelSpec, checkpoint: str | Path, history: str | Path, num_work
              autocast_dtype(device), len(train_set), len(val_set))
     train_model(spec, train_set, val_set, checkpoint, Path(history), checkpoint.with_name("resume.pt"),
                 device=device, num_workers=num_workers)
-
-
-def _check_labels(labels: np.ndarray, spec: ModelSpec) -> None:
-    if len(labels) and (labels.min() < 0 or labels.max() >= spec.n_classes):
-        raise ConfigError(f"sources/{spec.source}/n_classes", f"labels in 0..{spec.n_classes - 1}",
-                          f"labels in {labels.min()}..{labels.max()} in dataset '{spec.dataset.name}'")
 
 
 def pretrain(spec: ModelSpec, out_file: str | Path, history: str | Path) -> None:
@@ -47,6 +42,8 @@ def pretrain(spec: ModelSpec, out_file: str | Path, history: str | Path) -> None
     out_file.parent.mkdir(parents=True, exist_ok=True)
     # the pretraining set has a single (train) split: its last val_size images monitor the training
     images = source_split(spec.dataset, spec.val_size, "train")
+    check_n_classes(images.labels, spec.n_classes, "backbones/vit/pretrained/num_classes", spec.dataset.name)
+    check_val_size(spec.val_size, len(images), "pretrain/val_size", spec.dataset.name, "train")
     cut = len(images) - spec.val_size
     train_set, val_set = images.subset(np.arange(cut)), images.subset(np.arange(cut, len(images)))
     work = out_file.with_name(out_file.stem + ".work")

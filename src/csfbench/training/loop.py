@@ -27,6 +27,7 @@ from csfbench.models import build_model
 from csfbench.models.network import Classifier
 from csfbench.training.stages import Stage, build_stages, warmup_cosine
 from csfbench.specs import ModelSpec
+from csfbench.torch_compat import load_weights
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def _write_history(rows: list[dict], path: Path) -> None:
 def _load_resume(path: Path, expected_hash: str) -> dict | None:
     if not path.is_file():
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = load_weights(path)
     if state.get("spec_hash") != expected_hash:
         log.warning("ignoring resume file %s: it was written for a different model spec", path)
         return None

@@ -1,0 +1,4 @@
+"""Hostile input and faults: each test reproduces one probe a demanding user or an attacker ran
+against the workflow (crafted data files, configs that write outside ``results/``, config typos,
+tampered or truncated result files, a full disk) and checks the clear error that replaced the
+traceback, the silent change or the damage."""
