@@ -28,6 +28,8 @@ from csfbench.errors import CheckpointError
 
 #: True when the fallback operators were installed (the real extension could not be loaded).
 SHIM_ACTIVE = False
+# how torch's refusal of a pickle that is not weights-only starts; the reason is in the exception it replaced
+_REFUSAL = "Weights only load failed"
 
 
 def _extension_loads() -> bool:
@@ -90,10 +92,6 @@ def ensure_torchvision() -> None:
     if SHIM_ACTIVE:
         torchvision.extension._assert_has_ops = lambda: None
         torchvision.ops.boxes._assert_has_ops = lambda: None
-
-
-# torch's refusal message; the reason follows it in the exception that it replaced
-_REFUSAL = "Weights only load failed"
 
 
 def load_weights(path: str | Path, map_location: str | torch.device = "cpu"):

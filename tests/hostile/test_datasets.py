@@ -5,18 +5,19 @@ split does not have and a validation size that leaves no image.  Each test repro
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from csfbench.data.formats import FORMATS
+from csfbench.data.formats import FORMATS, open_dataset
 from csfbench.errors import ConfigError, DatasetError
 from csfbench.specs import DatasetSpec, ModelSpec
 from csfbench.stages.data import index_dataset
 from csfbench.stages.train import pretrain, train
 
-from tests.helpers.format_fixtures import write_image_folder, write_tinyimagenet
+from tests.helpers.format_fixtures import write_cifar10, write_image_folder, write_tinyimagenet
 
 
 def _index(fmt: str, root: Path, splits: list[str], name: str = "myset") -> dict:
@@ -47,6 +48,33 @@ def _config_error(call) -> ConfigError:
     with pytest.raises(ConfigError) as info:
         call()
     return info.value
+
+
+# ---------------------------------------------------------------------------------------------
+# code in a data file
+
+
+class _RunsCode:
+    """Unpickles to ``os.system(command)``: what a crafted dataset file would run under plain pickle.load."""
+
+    def __init__(self, command: str):
+        self.command = command
+
+    def __reduce__(self):
+        import os
+        return os.system, (self.command,)
+
+
+@pytest.mark.parametrize("protocol", [2, 5])
+def test_a_crafted_cifar_batch_runs_no_code_and_names_the_refused_global(tmp_path, protocol):
+    written = write_cifar10(tmp_path)
+    marker = tmp_path / "pwned"
+    path = written.root / "test_batch"
+    with path.open("wb") as f:
+        pickle.dump({b"data": _RunsCode(f"touch {marker}"), b"labels": [0] * 4}, f, protocol=protocol)
+    _dataset_error("cifar10", path, "refused global posix.system",
+                   lambda: open_dataset("cifar10", str(written.root), "test", "myset"))
+    assert not marker.exists()
 
 
 # ---------------------------------------------------------------------------------------------

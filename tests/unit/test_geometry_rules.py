@@ -12,6 +12,9 @@ import pytest
 from csfbench.csf.engine import FittedCsf, FittedMode
 from csfbench.csf.projection import ClassSubspaces, Pca, class_fit_data
 from csfbench.csf.store import write_fit
+from csfbench.errors import FeatureFileError
+from csfbench.features.extract import feature_attrs
+from csfbench.features.store import FeatureWriter
 from csfbench.geometry.nc_records import RECORD_COLUMNS, model_nc_records, nc_table
 from csfbench.geometry.neural_collapse import METRICS, REGIMES, nc_metrics
 from csfbench.proximity.distances import ood_distances
@@ -37,13 +40,14 @@ def _etf(scale=3.0):
 
 
 def _train_file(path, features, labels, weight, model="vgg13_dg_do1_rew2.2_run1", pred=None):
-    with h5py.File(path, "w") as fh:
-        fh.attrs.update(model=model, dataset="train", source="s")
-        fh["features"] = features.astype(np.float32)
-        fh["labels"] = labels
-        fh["pred"] = labels if pred is None else pred
-        fh["head/weight"] = weight.astype(np.float32)
-        fh["head/bias"] = np.zeros(len(weight), np.float32)
+    """The train feature file of model ``model`` (head ``weight``, zero bias), written as the workflow writes it."""
+    n, pred = len(labels), labels if pred is None else pred
+    with FeatureWriter(path, n, len(weight), D, 0, False, feature_attrs(_spec(model), "train", "train", "none", D),
+                       compression="none") as writer:
+        writer.write_batch({"logits": np.zeros((n, len(weight)), np.float32), "features": features.astype(np.float32),
+                            "labels": labels, "pred": pred, "correct": pred == labels,
+                            "sample_id": np.array([f"s{i}" for i in range(n)], dtype=object)})
+        writer.write_head(weight, np.zeros(len(weight)))
     return path
 
 
@@ -99,12 +103,13 @@ def test_nc_record_reads_the_csf_projections_from_the_fit_files(tmp_path):
 
 def test_nc_record_errors_name_the_file_and_the_missing_setting(tmp_path):
     features, labels, pred = _noisy()
-    path = _train_file(tmp_path / "train.h5", features, labels, _etf(), pred=pred)
+    weight = np.vstack([_etf(), np.ones(D)])  # with the DG abstention row
+    path = _train_file(tmp_path / "train.h5", features, labels, weight, pred=pred)
     with pytest.raises(ValueError, match="geometry/nc/variance"):
         model_nc_records(_spec(), path, {})
-    with pytest.raises(ValueError, match="expected the train set of 'other'"):
+    with pytest.raises(FeatureFileError, match=r"train\.h5: attribute 'model': expected 'other'"):
         model_nc_records(_spec(model="other"), path, {}, variance=0.9)
-    bad = _train_file(tmp_path / "bad.h5", features, np.where(labels == 3, 0, labels), _etf(), pred=pred)
+    bad = _train_file(tmp_path / "bad.h5", features, np.where(labels == 3, 0, labels), weight, pred=pred)
     with pytest.raises(ValueError, match=r"bad\.h5: class\(es\) 3 of C = 4 have no training sample"):
         model_nc_records(_spec(), bad, {}, variance=0.9)
 

@@ -261,29 +261,6 @@ def test_cifar10_malformed_batch(tmp_path, edit, fragment):
     raises_dataset_error("cifar10", path, fragment, lambda: read("cifar10", written.root))
 
 
-class _RunsCode:
-    """Unpickles to ``os.system(command)``: what a crafted dataset file would run under plain pickle.load."""
-
-    def __init__(self, command: str):
-        self.command = command
-
-    def __reduce__(self):
-        import os
-        return os.system, (self.command,)
-
-
-@pytest.mark.parametrize("protocol", [2, 5])
-def test_a_crafted_cifar_batch_runs_no_code_and_names_the_refused_global(tmp_path, protocol):
-    written = write_cifar10(tmp_path)
-    marker = tmp_path / "pwned"
-    path = written.root / "test_batch"
-    with path.open("wb") as f:
-        pickle.dump({b"data": _RunsCode(f"touch {marker}"), b"labels": [0] * 4}, f, protocol=protocol)
-    raises_dataset_error("cifar10", path, "refused global posix.system",
-                         lambda: read("cifar10", written.root))
-    assert not marker.exists()
-
-
 def test_cifar_batches_pickled_by_python_2_numpy_load(tmp_path):
     """The official batches were written by Python 2's cPickle (protocol 2): numpy.core.multiarray
     globals and str (bytes) payloads; a hand-written protocol-2 stream in that form loads."""

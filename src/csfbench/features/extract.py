@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from csfbench.seeds import derive_seed, spec_hash
+from csfbench.seeds import derive_seed
 from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
 from csfbench.data.transforms import normalize
-from csfbench.features.store import FeatureWriter
+from csfbench.features.store import FeatureWriter, run_attrs
 from csfbench.models.network import Classifier
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.training.loop import autocast
@@ -24,12 +24,12 @@ log = logging.getLogger(__name__)
 def feature_attrs(spec: ModelSpec, dataset: str, split: str, shift_type: str, feature_dim: int) -> dict:
     """The provenance attributes of a feature file (:data:`csfbench.features.store.REQUIRED_ATTRS`)."""
     return {
-        "source": spec.source, "model": spec.model, "dataset": dataset, "split": split,
+        **run_attrs(spec), "dataset": dataset, "split": split,
         "shift_type": shift_type, "n_classes": spec.n_classes, "feature_dim": feature_dim,
         "backbone": spec.backbone, "paradigm": spec.paradigm, "dropout": spec.dropout,
-        "reward": spec.reward, "run": spec.run, "seed": spec.seed, "image_size": spec.image_size,
+        "reward": spec.reward, "run": spec.run, "image_size": spec.image_size,
         "mcd_samples": spec.mcd_samples, "package_version": package_version(), "git_commit": git_commit(),
-        "config_hash": spec_hash(spec.to_dict()), "created": utc_now(),
+        "created": utc_now(),
     }
 
 

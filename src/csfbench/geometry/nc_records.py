@@ -58,12 +58,10 @@ def model_nc_records(spec: ModelSpec, train_h5: str | Path, fit_files: Mapping[s
     ``fit_files`` maps the fitted projection groups to their ``fit.h5``; a missing group is refitted with
     ``variance`` (ValueError naming ``geometry/nc/variance`` when it is not set).
     """
-    from csfbench.features.store import read_features
+    from csfbench.features.store import read_features, run_attrs, validate_feature_file
 
+    validate_feature_file(train_h5, run_attrs(spec) | {"dataset": "train"})
     arrays, attrs = read_features(train_h5, keys=("features", "labels", "pred", "head/weight", "head/bias"))
-    if attrs.get("model") != spec.model or attrs.get("dataset") != "train":
-        raise ValueError(f"{train_h5}: feature file of model {attrs.get('model')!r}, set {attrs.get('dataset')!r}; "
-                         f"expected the train set of {spec.model!r}")
     missing = [k for k in ("features", "labels", "pred", "head/weight") if k not in arrays]
     if missing:
         raise ValueError(f"{train_h5}: the train feature file lacks {missing}")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from csfbench.features.store import read_features
+from csfbench.features.store import read_features, run_attrs, validate_feature_file
 from csfbench.projnorm import baselines
 from csfbench.specs import ModelSpec
 
@@ -21,21 +21,21 @@ COLUMNS = ["source", "model", "dataset", "shift_type", "n", "test_error", "ConfS
            "AgreeScore", "ProjNorm"]
 
 
-def _class_logits(path: str | Path, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+def _class_logits(path: str | Path, spec: ModelSpec) -> tuple[np.ndarray, np.ndarray]:
+    """The class logits (N×C) and labels of a feature file of ``spec``'s run (checked against the contract)."""
+    validate_feature_file(path, run_attrs(spec))
     arrays, _ = read_features(path, keys=("logits", "labels"))
-    if "logits" not in arrays or "labels" not in arrays:
-        raise ValueError(f"{path}: feature file lacks 'logits' or 'labels'")
-    return arrays["logits"][:, :n_classes], arrays["labels"]
+    return arrays["logits"][:, :spec.n_classes], arrays["labels"]
 
 
 def model_rows(spec: ModelSpec, val_h5: str | Path, sets: list[dict], atc_score: str) -> pd.DataFrame:
     """Rows of one model; ``sets`` items: ``{"eval_set": spec, "features": h5, "projnorm": json}``."""
     c = int(spec.n_classes)
-    threshold = baselines.atc_threshold(*_class_logits(val_h5, c), score=atc_score)
+    threshold = baselines.atc_threshold(*_class_logits(val_h5, spec), score=atc_score)
     rows = []
     for item in sets:
         eval_set = item["eval_set"]
-        logits, labels = _class_logits(item["features"], c)
+        logits, labels = _class_logits(item["features"], spec)
         if (labels < 0).any():
             raise ValueError(f"{item['features']}: error prediction needs labelled sets; "
                              f"{eval_set.name!r} is a {eval_set.shift_type} set without labels")
