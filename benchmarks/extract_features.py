@@ -26,14 +26,15 @@ from csfbench.data.loader import make_loader
 from csfbench.data.transforms import normalize
 from csfbench.features.extract import extract_features
 from csfbench.models import build_model
+from csfbench.specs import DatasetSpec, ModelSpec
 
 
 def plain_inference(model, spec, images, batch_size) -> float:
     t0 = time.perf_counter()
     outputs = []
     with torch.no_grad():
-        for raw, _, _ in make_loader(images, spec["image_size"], batch_size):
-            out = model(normalize(raw, **spec["normalize"]))
+        for raw, _, _ in make_loader(images, spec.image_size, batch_size):
+            out = model(normalize(raw, **spec.normalize))
             outputs.append((out.logits.numpy(), out.features.numpy(), out.confidence.numpy()))
     return time.perf_counter() - t0
 
@@ -58,10 +59,10 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     images = ArrayImageSet("bench", rng.integers(0, 256, (args.n, 32, 32, 3), dtype=np.uint8),
                            rng.integers(0, 10, args.n), np.arange(args.n))
-    spec = {"source": "bench", "model": "vgg13_devries_do0_rew0_run1", "backbone": "vgg13", "paradigm": "devries",
-            "dropout": 0, "reward": 0.0, "run": 1, "seed": 0, "n_classes": 10, "image_size": 32,
-            "normalize": {"mean": [0.5] * 3, "std": [0.25] * 3}, "arch": {"width": args.width}, "mcd_samples": 0,
-            "optim": {}, "paradigm_params": {}}
+    spec = ModelSpec(source="bench", model="vgg13_devries_do0_rew0_run1", backbone="vgg13", paradigm="devries",
+                     dropout=0, reward=0.0, run=1, seed=0, n_classes=10, image_size=32,
+                     normalize={"mean": [0.5] * 3, "std": [0.25] * 3}, arch={"width": args.width}, mcd_samples=0,
+                     optim={}, paradigm_params={}, dataset=DatasetSpec("bench", "npy", "unused"), val_size=0)
     model = build_model(spec).eval()
     plain, hdf5 = [], []
     with tempfile.TemporaryDirectory() as tmp:

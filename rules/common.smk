@@ -52,9 +52,16 @@ def eval_set_json(wildcards):
 
 
 @functools.cache
-def csf_fit_json(fit_group):
-    """The part of the `csf` section a fit of `fit_group` reads, as JSON (one per group, not per job)."""
-    return json.dumps(grid.csf_fit_config(config, fit_group), sort_keys=True)
+def csf_fit_json(fit_group, source):
+    """The part of the `csf` section a fit of `fit_group` of a `source` model reads, as JSON (one per group and
+    source, not per job)."""
+    return json.dumps(grid.csf_fit_config(config, fit_group, source), sort_keys=True)
+
+
+def csf_ood_validation(wildcards):
+    """The features of the source's OOD validation set, which the grid tuning protocol reads (else none)."""
+    name = grid.ood_validation_set(config, wildcards.source)
+    return [paths.features(wildcards.source, wildcards.model, name)] if name else []
 
 
 def source_dataset(source):
@@ -87,15 +94,18 @@ def train_inputs(wildcards):
 
 
 def extract_inputs(wildcards):
-    inputs = {"checkpoint": paths.checkpoint(wildcards.source, wildcards.model)}
-    generated = grid.generated_set_folder(wildcards.source, wildcards.dataset, wildcards.model)
+    return {"checkpoint": paths.checkpoint(wildcards.source, wildcards.model),
+            **eval_set_images(wildcards.source, wildcards.model, wildcards.dataset)}
+
+
+def eval_set_images(source, model, dataset):
+    """What the images of an evaluation set are read through: its dataset index or its generated images."""
+    generated = grid.generated_set_folder(source, dataset, model)
     if generated is not None:  # a corruption or adversarial set written by the shift study's rules
-        inputs["images"] = paths.npy_file(generated, "images")
-    elif wildcards.dataset in SPLITS:
-        inputs["index"] = paths.dataset_index(source_dataset(wildcards.source))
-    else:
-        inputs["index"] = paths.dataset_index(wildcards.dataset)
-    return inputs
+        return {"images": paths.npy_file(generated, "images")}
+    if dataset in SPLITS:
+        return {"index": paths.dataset_index(source_dataset(source))}
+    return {"index": paths.dataset_index(dataset)}
 
 
 def all_feature_files():
@@ -121,7 +131,35 @@ def score_eval_sets_json(wildcards):
 
 def all_metric_files():
     return [paths.metrics(source, str(model), fit_group) for source, model in grid.iter_models(config)
-            for fit_group in config["csf"]["groups"]] + projnorm_metric_files()
+            for fit_group in config["csf"]["groups"]] + network_metric_files() + projnorm_metric_files()
+
+
+# ---- CSFs that need the network (rules/network_csf.smk): fit per model, then one job per model scores every
+# evaluation set into the scores/metrics files of the fit-group slot paths.NETWORK_GROUP
+NETWORK_CSF = config["network_csf"]
+# what a fit reads (the batch size is its own param; a change of `csf` never reruns these jobs)
+NETWORK_CSF_FIT = json.dumps({k: v for k, v in NETWORK_CSF.items() if k != "batch_size"}, sort_keys=True)
+
+
+def network_metric_files():
+    if not NETWORK_CSF["methods"]:
+        return []
+    return [paths.metrics(source, str(model), paths.NETWORK_GROUP) for source, model in grid.iter_models(config)]
+
+
+def network_fit_inputs(wildcards):
+    return {"checkpoint": paths.checkpoint(wildcards.source, wildcards.model),
+            "index": paths.dataset_index(source_dataset(wildcards.source))}
+
+
+def network_score_inputs(wildcards):
+    """The checkpoint, the fit, the images of every scored set (as extract_features reads them) and their
+    feature files (whose correctness the metric rows use), in the order of score_eval_sets_json."""
+    sets = scored_sets(wildcards.source, wildcards.model)
+    images = {path for s in sets for path in eval_set_images(wildcards.source, wildcards.model, s.name).values()}
+    return {"checkpoint": paths.checkpoint(wildcards.source, wildcards.model),
+            "fit": paths.network_fit(wildcards.source, wildcards.model), "images": sorted(images),
+            "features": [paths.features(wildcards.source, wildcards.model, s.name) for s in sets]}
 
 
 # ---- shift study and ProjNorm (rules/shifts.smk, adversarial.smk, projnorm.smk)

@@ -7,12 +7,14 @@ rule fit_csf:
     input:
         train=paths.features(dataset="train"),
         val=paths.features(dataset="val"),
+        # the grid tuning protocol's OOD validation set (csf.tuning.ood_validation), never an evaluation set
+        ood_val=csf_ood_validation,
     output:
         fit=paths.csf_fit(),
     params:
         spec=model_spec_json,
         # only the settings this group reads: a change elsewhere in `csf` does not rerun the fit
-        csf=lambda w: csf_fit_json(w.fit_group),
+        csf=lambda w: csf_fit_json(w.fit_group, w.source),
     log:
         paths.log("csf", "{source}/{model}/{fit_group}_fit"),
     benchmark:

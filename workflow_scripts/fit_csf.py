@@ -5,5 +5,8 @@ from csfbench.specs import ModelSpec
 from csfbench.stages.csf import fit_csf
 
 with job_logging(snakemake.log[0], snakemake.threads):
+    # the grid protocol's OOD validation features: one file, or none (an empty named input)
+    ood_val = snakemake.input.ood_val
+    ood_val = [ood_val] if isinstance(ood_val, str) else list(ood_val)
     fit_csf(ModelSpec.from_json(snakemake.params.spec), json.loads(snakemake.params.csf), snakemake.wildcards.fit_group,
-            snakemake.input.train, snakemake.input.val, snakemake.output.fit)
+            snakemake.input.train, snakemake.input.val, snakemake.output.fit, ood_val[0] if ood_val else None)

@@ -16,8 +16,8 @@ import pandas as pd
 from csfbench.metrics import build_scheme, evaluate
 from csfbench.specs import EvalSet, ModelSpec
 
-COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "mcd", "csf", "variant", "dataset",
-           "shift_type", "regime", "scheme", "split", "metric", "value"]
+COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "mcd", "csf", "variant", "tuning_protocol",
+           "dataset", "shift_type", "regime", "scheme", "split", "metric", "value"]
 SHIFT_SCHEMES = ("correct_vs_ood", "newclass", "failure")
 
 
@@ -34,7 +34,9 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
     """Rows for every mode/CSF/variant/scheme/metric of one scores file.
 
     ``scores`` and ``id_scores`` are :func:`csfbench.csf.store.read_scores` mappings of the set and
-    of the ID test set (``id_scores`` is needed unless the set is an ID split).
+    of the ID test set (``id_scores`` is needed unless the set is an ID split).  A mode of ``scores`` may
+    carry ``"protocols"``, {(csf, variant): the protocol that chose its hyper-parameters}
+    (:func:`csfbench.csf.engine.tuning_protocols`), written to the ``tuning_protocol`` column (None without).
     """
     schemes = schemes_for(eval_set)
     if any(s in SHIFT_SCHEMES for s in schemes) and id_scores is None:
@@ -44,6 +46,7 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
                 split="val" if eval_set.name == "val" else "test")
     rows = []
     for mode, data in scores.items():
+        protocols = data.get("protocols", {})
         for (csf, variant), conf in sorted(data["scores"].items()):
             for scheme in schemes:
                 if scheme == "misclf":
@@ -53,5 +56,6 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
                     built = build_scheme(scheme, ref["scores"][(csf, variant)], ref["correct"], conf)
                 for metric, value in evaluate(built).items():
                     rows.append({**base, "mcd": mode == "mcd", "csf": csf, "variant": variant,
-                                 "scheme": scheme, "metric": metric, "value": float(value)})
+                                 "tuning_protocol": protocols.get((csf, variant)), "scheme": scheme,
+                                 "metric": metric, "value": float(value)})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -110,13 +110,16 @@ def pretrain_spec(config: dict) -> ModelSpec:
 
 
 def eval_set_spec(config: dict, source: str, dataset: str, model: ModelId | str | None = None) -> EvalSet:
-    """Name, shift type and regime of an evaluation set of ``source`` (an ID split or a shifted set).
+    """Name, shift type and regime of an evaluation set of ``source`` (an ID split or a shifted set), or of
+    its OOD validation set (:func:`ood_validation_set`: semantic, never evaluated).
 
     A generated set's dataset points at the files its rule writes (``npy`` format); an adversarial set
     belongs to one model, which must then be given.
     """
     if dataset in SPLITS:
         return EvalSet(dataset, "id", dataset)
+    if dataset == ood_validation_set(config, source):
+        return EvalSet(dataset, "semantic", "semantic", dataset_spec(config, dataset))
     folder = generated_set_folder(source, dataset, model)
     if folder is not None:
         shift_type = "adversarial" if shift_names.parse_adversarial_set(dataset) else "covariate"
@@ -126,12 +129,14 @@ def eval_set_spec(config: dict, source: str, dataset: str, model: ModelId | str 
                    dataset_spec(config, dataset))
 
 
-def csf_fit_config(config: dict, fit_group: str) -> dict:
-    """The part of the ``csf`` section a fit of ``fit_group`` reads (a Snakemake param).
+def csf_fit_config(config: dict, fit_group: str, source: str | None = None) -> dict:
+    """The part of the ``csf`` section a fit of ``fit_group`` of a model of ``source`` reads (a Snakemake
+    param).
 
-    The list of groups, and the fixed values, search spaces and search budgets of CSFs without a
+    The list of groups, and the fixed values, search spaces, search budgets and grids of CSFs without a
     variant in ``fit_group`` (and of the projection, for ``none``), are left out: changing them does
-    not rerun this fit.
+    not rerun this fit.  ``tuning.ood_validation`` becomes the source's OOD validation set
+    (:func:`ood_validation_set`; None without the grid protocol or without ``source``).
     """
     used = {c.name for c in CSFS if set(c.variants) & set(GROUP_VARIANTS[fit_group])}
     if config["csf"]["methods"] is not None:
@@ -144,17 +149,27 @@ def csf_fit_config(config: dict, fit_group: str) -> dict:
         out[key] = {name: value for name, value in csf[key].items() if name in used}
     budgets = resolved_budgets(csf["tuning"])
     out["tuning"] = {**csf["tuning"], "budgets": {name: {"init_points": b[0], "n_iter": b[1]}
-                                                  for name, b in sorted(budgets.items()) if name in used}}
+                                                  for name, b in sorted(budgets.items()) if name in used},
+                     "grids": {name: grid for name, grid in csf["tuning"]["grids"].items() if name in used},
+                     "ood_validation": ood_validation_set(config, source) if source is not None else None}
     return out
+
+
+def ood_validation_set(config: dict, source: str) -> str | None:
+    """The OOD validation set of ``source`` that the grid tuning protocol reads (``csf.tuning.ood_validation``;
+    None when the protocols do not include ``grid``).  It is not an evaluation set of the source."""
+    if "grid" not in config["csf"]["tuning"]["protocols"]:
+        return None
+    return config["csf"]["tuning"]["ood_validation"].get(source)
 
 
 def used_splits(config: dict, name: str) -> list[str]:
     """The official splits of catalogue dataset ``name`` that the workflow reads (sorted)."""
     splits = set()
-    for src in config["sources"].values():
+    for source, src in config["sources"].items():
         if src["dataset"] == name:
             splits |= {"train", "test"}
-        if name in src["ood"]:
+        if name in src["ood"] or name == ood_validation_set(config, source):
             splits.add(config["datasets"][name]["split"])
     if config.get("pretrain", {}).get("dataset") == name:
         splits.add("train")

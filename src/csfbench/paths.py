@@ -66,6 +66,16 @@ def metrics(source: str = _S, model: str = _M, fit_group: str = _G) -> str:
     return f"{RESULTS}/metrics/{source}/{model}/{fit_group}.parquet"
 
 
+# ---- CSFs that need the network (rules/network_csf.smk): their scores and metric rows take the fit-group
+# slot NETWORK_GROUP of scores() and metrics(), beside the other CSFs' files
+NETWORK_GROUP = "network"
+
+
+def network_fit(source: str = _S, model: str = _M) -> str:
+    """Fitted state of a model's network-pass CSFs (GRAM bounds, ODIN's tuned T and ε)."""
+    return f"{RESULTS}/network_csf/{source}/{model}/fit.h5"
+
+
 # ---- geometry, proximity
 def nc_records(source: str = _S, model: str = _M) -> str:
     return f"{RESULTS}/geometry/{source}/{model}/nc.csv"
@@ -150,5 +160,5 @@ MANIFEST_PATTERNS = (
     "models/**/checkpoint.pt", "models/**/history.csv", "pretrained/*.safetensors", "features/**/*.h5",
     "csf/**/fit.h5", "scores/**/*.h5", "metrics/**/*.parquet", "results.parquet", "tables/**/*",
     "data/shifts/**/*.npy", "data/adversarial/**/*.npy", "geometry/**/*.csv", "proximity/**/*",
-    "projnorm/**/*",
+    "projnorm/**/*", "network_csf/**/*.h5",
 )

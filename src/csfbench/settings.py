@@ -187,6 +187,7 @@ def _check_references(config: dict, origin: str) -> None:
         raise ConfigError("pretrain/dataset", f"a dataset of {sorted(datasets)}", config["pretrain"]["dataset"], origin)
     _check_written_paths(config, origin)
     _check_csf_names(config["csf"], origin)
+    _check_ood_validation(config, origin)
 
 
 def _under_results(path: str) -> bool:
@@ -227,7 +228,15 @@ def _check_csf_names(csf: dict, origin: str) -> None:
         for name in entries:
             if name not in known:
                 raise ConfigError(f"csf/{key}/{name}", f"a CSF name of {known}", name, origin)
+    for name in csf["tuning"]["grids"]:
+        if name not in BY_NAME:
+            raise ConfigError(f"csf/tuning/grids/{name}", f"a CSF name of {sorted(BY_NAME)}", name, origin)
     params = {name: sorted(c.space) for name, c in BY_NAME.items()} | {"projection": ["variance"]}
+    for name, values in csf["tuning"]["grids"].items():
+        for param in values:
+            if param not in params[name]:
+                raise ConfigError(f"csf/tuning/grids/{name}/{param}",
+                                  f"a tuned parameter of {name}: {params[name] or 'none'}", param, origin)
     for key in ("fixed", "search_space"):
         for name, values in csf[key].items():
             for param, value in values.items():
@@ -239,6 +248,30 @@ def _check_csf_names(csf: dict, origin: str) -> None:
                     raise ConfigError(where, "a range [low, high] with low <= high", value, origin)
                 if name == "projection" and not 0 < low <= high <= 1:
                     raise ConfigError(where, "a fraction of the variance in (0, 1]", value, origin)
+
+
+def _check_ood_validation(config: dict, origin: str) -> None:
+    """``csf.tuning.ood_validation`` names, per source, a catalogue dataset that is not evaluated for that
+    source (tuning on a set and evaluating on it would leak); with the grid protocol every source needs one."""
+    entries = config["csf"]["tuning"]["ood_validation"]
+    datasets = config["datasets"]
+    for source, name in entries.items():
+        key = f"csf/tuning/ood_validation/{source}"
+        if source not in config["sources"]:
+            raise ConfigError(key, f"a source of {sorted(config['sources'])}", source, origin)
+        src = config["sources"][source]
+        if name not in datasets or name in SPLITS:
+            raise ConfigError(key, f"a dataset of {sorted(datasets)}", name, origin)
+        if name == src["dataset"] or name in src["ood"]:
+            raise ConfigError(key, f"a dataset that source {source!r} does not evaluate (tuning on an evaluation set "
+                              f"leaks it into the results): neither its dataset {src['dataset']!r} nor one of its ood "
+                              f"sets {sorted(src['ood'])}", name, origin)
+    if "grid" in config["csf"]["tuning"]["protocols"]:
+        for source in config["sources"]:
+            if source not in entries:
+                raise ConfigError(f"csf/tuning/ood_validation/{source}", "the OOD validation set of source "
+                                  f"{source!r} (a dataset of {sorted(datasets)}): the grid protocol tunes on it", None,
+                                  origin)
 
 
 def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:

@@ -42,12 +42,15 @@ def rc_shift_types(config: dict, source: str) -> dict[str, str]:
 
 
 def rc_inputs(config: dict, source: str) -> list[str]:
-    """The scores files the risk–coverage curves of a source read (one per fit group needed)."""
+    """The scores files the risk–coverage curves of a source read (one per fit group needed; a CSF of
+    ``network_csf.methods`` reads the scores file of fit group ``network``)."""
     csfs = config["figures"]["rc_curves"]["csfs"]
-    groups = sorted({group_of(parse_variant(name)[1]) for name in csfs})
+    network = [name for name in csfs if name in config["network_csf"]["methods"]]
+    groups = sorted({group_of(parse_variant(name)[1]) for name in csfs if name not in network})
     missing = sorted(set(groups) - set(config["csf"]["groups"]))
     if missing:
         raise ValueError(f"figures.rc_curves.csfs: the fit group(s) {missing} are not in csf.groups")
+    groups += [paths.NETWORK_GROUP] if network else []
     return [paths.scores(source, rc_model(config, source), g) for g in groups]
 
 

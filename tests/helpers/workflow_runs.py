@@ -1,7 +1,7 @@
 """A small workflow run shared by the crash, incremental-rerun and manifest tests.
 
 The config is the micro config cut to its core stages (one Deep Gamblers VGG-13 with 3 epochs, two OOD
-sets, three CSF fit groups): 24 jobs instead of the full micro grid (demo data, 3 dataset indexes, 1 training,
+sets, three CSF fit groups, no network-pass CSFs): 24 jobs instead of the full micro grid (demo data, 3 dataset indexes, 1 training,
 5 feature files, 3 fits, 3 scoring jobs, the aggregation, 6 ranking/figure jobs and `all`), so that the tests that need
 several runs stay within a few minutes.  The uninterrupted reference run happens once per pytest
 session (its folder lives under the session's base temporary directory) and is only ever read.
@@ -34,6 +34,7 @@ def core_config(**changes) -> dict:
     config["backbones"] = {"vgg13": dict(micro["backbones"]["vgg13"], paradigms=["dg"], dropout=[1], runs=[1])}
     config["training"] = {"vgg13": micro["training"]["vgg13"]}
     config["training"]["vgg13"]["dg"] = {"epochs": 3, "pretrain_epochs": 1}
+    config["network_csf"] = {"methods": []}  # the network-pass CSFs are checked on the full micro run
     config.update(changes)
     return config
 

@@ -16,7 +16,7 @@ import pytest
 
 from csfbench.csf.engine import fit_mode, score_mode
 from csfbench.csf.projection import GROUPS
-from csfbench.csf.registry import ALIASES, EXPECTED, variants_for
+from csfbench.csf.registry import ALIASES, BY_NAME, EXPECTED, flavour_names, variants_for
 
 from tests.helpers.csf_synthetic import FIXED_TUNING, make_splits, with_abstention_row
 
@@ -64,8 +64,9 @@ def test_no_two_variants_of_a_model_give_identical_scores_unless_declared_aliase
 
 
 def test_declared_aliases_name_registry_variants_with_a_reason():
-    mcd_only = {(f"E{name}", "none") for name in EXPECTED} | {("MI", "none")}
-    known = {(c.name, v) for c, v in variants_for("vgg13")} | mcd_only
+    mcd_only = {(f"E{name}", "none") for c in EXPECTED for name in flavour_names(BY_NAME[c])} | \
+        {("MI", "none"), ("MI@T1", "none")}
+    known = {(name, v) for c, v in variants_for("vgg13") for name in flavour_names(c)} | mcd_only
     for (a, b), reason in ALIASES.items():
         assert a in known and b in known and a != b, (a, b)
         assert isinstance(reason, str) and reason.strip(), (a, b)

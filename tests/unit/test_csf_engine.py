@@ -17,7 +17,7 @@ from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
 from csfbench.csf.projection import GROUP_VARIANTS, GROUPS, ClassSubspaces, Pca, class_rec_confidence, class_views, \
     n_components
 from csfbench.csf.registry import EXPECTED, variants_for
-from csfbench.csf.store import read_fit, write_fit
+from csfbench.csf.store import FIT_FORMAT, read_fit, write_fit
 from csfbench.csf.temperature import fit_temperature, temperature_nll
 from csfbench.csf.logit_scores import softmax
 from csfbench.csf.views import build_views
@@ -275,5 +275,6 @@ def test_a_fit_file_of_another_format_is_refused_with_what_to_do(tmp_path):
     write_fit(path, {"det": fitted}, (ctx.weight, ctx.bias), {"model": "m", "group": "none", "quirks": "strict"})
     with h5py.File(path, "a") as fh:  # a file written before the attribute existed (format 1)
         del fh.attrs["fit_format"]
-    with pytest.raises(FeatureFileError, match="CSF fit format 1, this csfbench reads format 2.*--forcerun fit_csf"):
+    with pytest.raises(FeatureFileError,
+                       match=f"CSF fit format 1, this csfbench reads format {FIT_FORMAT}.*--forcerun fit_csf"):
         read_fit(path)

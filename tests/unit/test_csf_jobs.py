@@ -24,8 +24,9 @@ SPEC = ModelSpec(source="syn", model=MODEL, backbone="vgg13", paradigm="devries"
                  dataset=DatasetSpec("syn", "npy", "unused"), val_size=400)
 GROUPS = ["none", "global", "class"]
 # the complete csf settings of a fit (as grid.csf_fit_config cuts them; the budgets are the schema's default)
-CSF_CFG = {"methods": None, "quirks": "strict", "tuning": {"init_points": 2, "n_iter": 1, "seed": 1,
-                                          "budgets": schema_default("csf/tuning/budgets")},
+CSF_CFG = {"methods": None, "quirks": "strict", "temperatures": schema_default("csf/temperatures"),
+           "tuning": {"init_points": 2, "n_iter": 1, "seed": 1, "budgets": schema_default("csf/tuning/budgets"),
+                      "protocols": schema_default("csf/tuning/protocols"), "grids": {}, "ood_validation": None},
            "fixed": {}, "search_space": {"KPCA RecError": {"n_landmarks": [40, 80]}}}
 SETS = {"val": EvalSet("val", "id", "val"),
         "test": EvalSet("test", "id", "test"),

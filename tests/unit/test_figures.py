@@ -160,6 +160,17 @@ def test_rc_curves_reproduce_the_spec_oracle_areas(tmp_path):
     assert out["png"].stat().st_size > 5000 and out["pdf"].read_bytes()[:5] == b"%PDF-"
 
 
+def test_rc_curves_read_a_network_pass_csf_from_the_network_scores_file(tmp_path):
+    conf = [0.9, 0.8, 0.7, 0.6, 0.5]
+    _write_scores(tmp_path / "none.h5", "test", [1, 1, 0, 1, 0], {("MSR", "none"): conf})
+    _write_scores(tmp_path / "network.h5", "test", [1, 1, 0, 1, 0], {("GRAM", "none"): conf[::-1]})
+    curves = rc_curves([tmp_path / "none.h5", tmp_path / "network.h5"], {"test": "misclf"}, ["MSR", "GRAM"])
+    first = curves[(curves.kind == "generalized")].groupby("csf")["risk"].first()
+    assert first["GRAM"] == first["MSR"] == pytest.approx(2 / 5)  # both start at full coverage
+    with pytest.raises(ValueError, match="'RankFeat' is not in"):
+        rc_curves([tmp_path / "none.h5", tmp_path / "network.h5"], {"test": "misclf"}, ["RankFeat"])
+
+
 def test_parse_variant():
     assert parse_variant("KPCA RecError class_pred") == ("KPCA RecError", "class_pred")
     assert parse_variant("MSR") == ("MSR", "none") and parse_variant("PCA RecError") == ("PCA RecError", "none")

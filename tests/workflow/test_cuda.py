@@ -1,8 +1,8 @@
 """The micro config end to end on a GPU: `pytest -m cuda` on a machine with CUDA.
 
 Training under mixed precision (bfloat16 autocast, or float16 with a gradient scaler), Monte-Carlo
-dropout feature extraction and the adversarial attack all run on the device; the test checks from the
-job logs and the files that they did.  Skipped, with the reason, where torch sees no CUDA device.
+dropout feature extraction, the adversarial attack and the network-pass CSFs all run on the device; the
+test checks from the job logs and the files that they did.  Skipped, with the reason, where torch sees no CUDA device.
 """
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ def test_micro_config_runs_on_the_gpu(tmp_path):
         if model.dropout:
             with h5py.File(tmp_path / paths.features(source, str(model), "test"), "r") as fh:
                 assert fh["mcd/logits"].shape[1] == config["backbones"][model.backbone]["mcd_samples"]
+        # the network-pass CSFs (rules/network_csf.smk) run their passes on the device
+        for log_name in ("fit", "sets/test"):
+            log = (tmp_path / paths.log("network_csf", f"{source}/{model}/{log_name}")).read_text()
+            assert " on cuda" in log, f"{model}: network_csf {log_name} did not run on the GPU:\n{log[-2000:]}"
     for source, model in grid.study_models(config):
         for dataset in grid.adversarial_sets(config, source, model):
             folder = grid.generated_set_folder(source, dataset, model)

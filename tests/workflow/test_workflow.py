@@ -1,4 +1,5 @@
 """Snakemake end to end on the micro config, dry run of the paper grid, fail-fast on missing data, lint."""
+import json
 import re
 import subprocess
 import time
@@ -81,17 +82,47 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
     assert len(selected) > 0 and set(selected["dropout"]) <= {1, 0}
 
 
+def test_network_pass_csfs_join_the_scores_metrics_and_results(micro_run):
+    """ODIN-IP, GRAM and RankFeat (rules/network_csf.smk): a fit, a scores and a metrics file per model in the
+    fit-group slot `network`, in the other groups' format, and their rows in the results table and the rankings."""
+    workdir, _, _ = micro_run
+    config = load_config(MICRO)
+    names = set(config["network_csf"]["methods"])
+    assert names == {"ODIN-IP", "GRAM", "RankFeat"}
+    for source, model in iter_models(config):
+        assert (workdir / paths.network_fit(source, str(model))).is_file()
+        table = pd.read_parquet(workdir / paths.metrics(source, str(model), paths.NETWORK_GROUP))
+        assert list(table.columns) == COLUMNS and set(table["csf"]) == names
+        assert set(table["dataset"]) == set(scored_datasets(config, source, model))
+        assert set(table["variant"]) == {"none"} and not table["mcd"].any()
+        assert dict(zip(table["csf"], table["tuning_protocol"])) == {"ODIN-IP": "id_grid", "GRAM": "none",
+                                                                      "RankFeat": "none"}
+        scores, attrs = read_scores(workdir / paths.scores(source, str(model), paths.NETWORK_GROUP), "near")
+        assert attrs["group"] == paths.NETWORK_GROUP and set(scores) == {"det"}
+        assert {csf for csf, _ in scores["det"]["scores"]} == names
+        # correctness is the feature file's, as in every other group's scores file
+        other, _ = read_scores(workdir / paths.scores(source, str(model), "none"), "test")
+        mine, _ = read_scores(workdir / paths.scores(source, str(model), paths.NETWORK_GROUP), "test")
+        assert (other["det"]["correct"] == mine["det"]["correct"]).all()
+    results = pd.read_parquet(workdir / "results/results.parquet")
+    assert names <= set(results["csf"])
+    ranked = [json.loads(path.read_text()) for path in (workdir / paths.rankings_dir()).glob("*/*.json")]
+    ranked = [result["mean_ranks"] for result in ranked if result["status"] == "ok" and not result["analysis"]["mcd"]]
+    assert ranked and all(names <= set(mean_ranks) for mean_ranks in ranked)  # ranked like every other CSF
+
+
 def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     workdir, _, _ = micro_run
     config = yaml.safe_load(MICRO.read_text())
     config["sources"]["demo10"]["ood"]["digits"] = {"shift_type": "semantic", "regime": "mid"}
     extended = write_config(config, tmp_path / "extended.yaml")
     # the new set is read and its features extracted per model; each model's scoring jobs (one per fit group,
-    # over every evaluation set) rerun: 3 models × 3 fit groups; no model is retrained and no CSF is refitted,
-    # because fits see only the train and val splits; the source's proximity embeddings and regimes are
-    # redone (one job each per source), the NC records are not
+    # over every evaluation set) rerun: 3 models × 3 fit groups, and its network-pass scoring job; no model is
+    # retrained and no CSF is refitted, because fits see only the train and val splits; the source's proximity
+    # embeddings and regimes are redone (one job each per source), the NC records are not
     assert scheduled_jobs(workdir, extended) == {
         "index_dataset": 1, "extract_features": 3, "score_csf": 9, "aggregate_results": 1, "all": 1,
+        "network_csf": 3,
         "proximity_embed": 1, "proximity_regimes": 1,
         # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
         "rank_csfs": 1, "conover_heatmap": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,
@@ -105,7 +136,8 @@ def test_summary_lists_models_and_files(micro_run):
     # + the shift study (micro.yaml `shifts`): the AgreeScore partner (run 2) and the dg model's 3 corruption
     # and 1 adversarial sets, each extracted; their scores and metric rows are in the dg model's files
     assert "4 models, 19 feature files" in proc.stdout
-    assert re.search(r"^9 metric files", proc.stdout, re.M)  # 3 models × 3 fit groups (one file per model and group)
+    # 3 models × (3 fit groups + the network-pass CSFs' group): one file per model and group
+    assert re.search(r"^12 metric files", proc.stdout, re.M)
     assert "vgg13_dg_do1_rew2.2_run1" in proc.stdout
 
 

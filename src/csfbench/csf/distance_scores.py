@@ -6,7 +6,7 @@ Shapes: ``features`` N×D penultimate features (float32 or float64; computed in 
 (N,) confidences, higher = more in-distribution (Maha is the max over classes of the negated squared
 distance, as in Lee et al. 2018; the paper prints the max of the distance).  Work on N rows against many
 columns runs in row blocks (:func:`csfbench.csf.blocks.row_blocks`), so temporaries stay bounded for
-N ~ 1e5.  :func:`check_labels` is shared with the NNGuide kernel.
+N ~ 1e5.  Labels are checked by :func:`csfbench.metrics._inputs.check_labels`.
 """
 from __future__ import annotations
 
@@ -14,15 +14,7 @@ import numpy as np
 
 from csfbench.csf.blocks import row_blocks, unit_rows
 
-
-def check_labels(labels: np.ndarray, n_rows: int, n_classes: int) -> np.ndarray:
-    """``labels`` as an array of ``n_rows`` integers in [0, n_classes) (ValueError otherwise)."""
-    labels = np.asarray(labels)
-    if labels.shape != (n_rows,) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"labels must be {n_rows} integers, got shape {labels.shape} dtype {labels.dtype}")
-    if n_rows and (labels.min() < 0 or labels.max() >= n_classes):
-        raise ValueError(f"labels must lie in [0, {n_classes}), found [{labels.min()}, {labels.max()}]")
-    return labels
+from csfbench.metrics._inputs import check_labels
 
 
 def class_means(features: np.ndarray, labels: np.ndarray, n_classes: int,

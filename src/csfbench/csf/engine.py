@@ -4,16 +4,24 @@ Flow per input mode (``det``; plus ``mcd`` for dropout models, Claros-Olivares &
 
 1. temperature of the unprojected logits on validation — also the KPCA landmark temperature;
 2. the fit group's projection (global / class PCA) with its variance v tuned on validation;
-3. the views of every variant for train and val, each with its own temperature;
-4. per (CSF, variant): hyper-parameters (fixed in the config, or tuned on validation −AUGRC)
-   and the fitted state on the training view;
+3. the views of every variant for train and val, each with its own temperature, and the same views at
+   T = 1;
+4. per (CSF, variant) and per *flavour* of it (:func:`flavours`: the temperature, fitted or 1, of a CSF
+   that reads one, and the tuning protocol): hyper-parameters (fixed in the config, tuned on validation
+   −AUGRC by Bayesian optimisation, or chosen from the CSF's grid by validation AUROC against an OOD
+   validation set) and the fitted state on the training view;
 5. in ``mcd`` mode and the ``none`` group, the expected scores (MCD-E*) and mutual information.
 
-Only the ``train`` and ``val`` splits ever reach this module's fitting code (``fit_group`` checks
-the split names), so no OOD data can influence a fit or a tuned value.
+A flavour other than (fitted T, Bayesian optimisation) is stored under its own name
+(:func:`csfbench.csf.registry.flavour_name`, e.g. ``MLS@T1``, ``KNN@grid``).  Only the ``train`` and
+``val`` splits reach the fitting code (``fit_mode`` checks the split names), plus — for the grid
+protocol only — the OOD validation split, which must be none of the ID splits; the configuration keeps
+it out of the evaluation sets (``csf.tuning.ood_validation``).  No evaluation set can influence a fit
+or a tuned value.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -24,13 +32,15 @@ from csfbench.csf import logit_scores as ls
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, project, projection_states,
                                      rec_confidence)
-from csfbench.csf.registry import BY_NAME, EXPECTED, Csf, ModelContext, bounds, variants_for
+from csfbench.csf.registry import (BY_NAME, EXPECTED, PROTOCOLS, TEMPERATURES, Csf, ModelContext, bounds,
+                                   flavour_name, grid_points, variants_for)
 from csfbench.csf.temperature import fit_temperature
-from csfbench.csf.tuning import tune
+from csfbench.csf.tuning import grid_search, tune
 from csfbench.csf.views import View, build_views, variant_logits
-from csfbench.metrics import augrc
+from csfbench.metrics import auroc, augrc
 
 log = logging.getLogger(__name__)
+ID_SPLITS = ("train", "val", "test")
 
 
 @dataclass
@@ -39,7 +49,10 @@ class TuningSettings:
 
     ``init_points`` + ``n_iter`` is the budget of every tuned quantity except those in ``budgets``
     ({CSF name or "projection": (init_points, n_iter)}); ``seed`` seeds the Bayesian optimisation.
-    The config's defaults are those of ``csf.tuning`` in ``config/schema.yaml``.
+    ``temperatures`` (of :data:`~csfbench.csf.registry.TEMPERATURES`) are the temperatures every CSF that
+    reads one runs at, ``protocols`` (of :data:`~csfbench.csf.registry.PROTOCOLS`) the tuning protocols of
+    every CSF with a grid, ``grids`` ({CSF name: {param: values}}) replace published grid values.
+    The config's defaults are those of ``csf`` in ``config/schema.yaml``.
     """
 
     init_points: int
@@ -48,13 +61,25 @@ class TuningSettings:
     fixed: dict = field(default_factory=dict)          # {CSF name or "projection": {param: value}}
     search_space: dict = field(default_factory=dict)   # {CSF name or "projection": {param: [low, high]}}
     budgets: dict = field(default_factory=dict)        # {CSF name or "projection": (init_points, n_iter)}
+    temperatures: tuple[str, ...] = ("fitted",)
+    protocols: tuple[str, ...] = ("bayes",)
+    grids: dict = field(default_factory=dict)          # {CSF name: {param: values}}
+
+    def __post_init__(self):
+        for key, values, known in (("temperatures", self.temperatures, TEMPERATURES),
+                                   ("protocols", self.protocols, PROTOCOLS)):
+            unknown = [v for v in values if v not in known]
+            if unknown or not values:
+                raise ValueError(f"tuning {key}: expected a non-empty list of {list(known)}, got {list(values)}")
+        self.temperatures, self.protocols = tuple(self.temperatures), tuple(self.protocols)
 
     @classmethod
     def from_config(cls, csf_cfg: dict) -> "TuningSettings":
         """From a validated config's ``csf`` section (or its cut :func:`csfbench.grid.csf_fit_config`)."""
         t = csf_cfg["tuning"]
         return cls(int(t["init_points"]), int(t["n_iter"]), int(t["seed"]), csf_cfg["fixed"],
-                   csf_cfg["search_space"], resolved_budgets(t))
+                   csf_cfg["search_space"], resolved_budgets(t), tuple(csf_cfg["temperatures"]),
+                   tuple(t["protocols"]), t["grids"])
 
     def budget(self, name: str) -> tuple[int, int]:
         """(init_points, n_iter) of the tuned quantity ``name`` (a CSF name or "projection")."""
@@ -72,7 +97,12 @@ def resolved_budgets(tuning_cfg: dict) -> dict[str, tuple[int, int]]:
 
 @dataclass
 class FittedCsf:
-    """Tuned hyper-parameters, fitted state (arrays), the tuning trace, and a shared-state link."""
+    """Tuned hyper-parameters, fitted state (arrays), the tuning trace, and a shared-state link.
+
+    ``csf`` is the registry name (the key of a flavour is its :func:`~csfbench.csf.registry.flavour_name`),
+    ``temperature`` "fitted" or "one" ("" for a CSF that reads no temperature), ``protocol`` what chose
+    the hyper-parameters (:data:`~csfbench.csf.registry.RECORDED_PROTOCOLS`).
+    """
 
     params: dict
     state: dict | None
@@ -80,16 +110,73 @@ class FittedCsf:
     objectives: np.ndarray = field(default_factory=lambda: np.zeros(0))
     shares: str | None = None
     undefined: str = ""  # why the CSF could not be fitted for this model (then it is not scored)
+    csf: str = ""
+    temperature: str = ""
+    protocol: str = "none"
 
 
 @dataclass
 class FittedMode:
-    """Everything needed to score a split in one input mode."""
+    """Everything needed to score a split in one input mode.
+
+    ``temperature_choices`` are the configured temperatures (the MI scores of ``mcd`` mode follow them);
+    ``projection_protocol`` records how the projection variance was chosen ("bayes", "fixed", or "none"
+    for the unprojected group).
+    """
 
     projection: dict
     temperatures: dict[str, float]
     csfs: dict[tuple[str, str], FittedCsf]
     base_temperature: float
+    temperature_choices: tuple[str, ...] = ("fitted",)
+    projection_protocol: str = "none"
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """One way of running a CSF: its ``temperature`` ("fitted", "one"; "" when it reads none) and the
+    ``protocol`` that chooses its hyper-parameters (bayes, grid, fixed, none)."""
+
+    temperature: str
+    protocol: str
+
+    def name(self, csf: str) -> str:
+        return flavour_name(csf, self.temperature, self.protocol)
+
+
+def flavours(csf: Csf, tuning: TuningSettings) -> list[Flavour]:
+    """The flavours of ``csf`` that ``tuning`` asks for, in a fixed order.
+
+    A CSF that reads a temperature runs at every configured temperature.  A CSF with a hyper-parameter
+    left free by ``tuning.fixed`` is tuned by every configured protocol it supports: ``bayes`` always,
+    ``grid`` when its grid (published, or ``tuning.grids``) covers every free parameter; with ``grid`` the
+    only configured protocol, a CSF without a grid is tuned by ``bayes`` (and records so).
+    """
+    temperatures = tuning.temperatures if csf.uses_temperature else ("",)
+    free = [k for k in csf.space if k not in tuning.fixed.get(csf.name, {})]
+    if not csf.space:
+        protocols = ["none"]
+    elif not free:
+        protocols = ["fixed"]
+    else:
+        gridded = set(free) <= set(csf.grid) | set(tuning.grids.get(csf.name, {}))
+        protocols = [p for p in tuning.protocols if p == "bayes" or gridded] or ["bayes"]
+    return [Flavour(t, p) for t in temperatures for p in protocols]
+
+
+def at_temperature(ctx: ModelContext, temperature: str) -> ModelContext:
+    """``ctx`` for a flavour: at T = 1 (``"one"``) the base temperature is 1, else ``ctx`` itself."""
+    return dataclasses.replace(ctx, base_temperature=1.0) if temperature == "one" else ctx
+
+
+def _temperature_views(split: SplitData, projection: dict, ctx: ModelContext, temperatures: dict[str, float],
+                       parts: dict | None = None) -> dict[str, dict[str, View]]:
+    """{"fitted": views at the fitted temperatures, "one": the same views at T = 1} (views are cheap:
+    the projected parts are computed once, each view's softmax only when a CSF reads it)."""
+    parts = parts if parts is not None else variant_logits(split, projection, ctx.weight, ctx.bias)
+    ones = {variant: 1.0 for variant in temperatures}
+    return {"fitted": build_views(split, projection, ctx.weight, ctx.bias, temperatures, parts),
+            "one": build_views(split, projection, ctx.weight, ctx.bias, ones, parts)}
 
 
 def _residual(split: SplitData) -> np.ndarray:
@@ -98,6 +185,13 @@ def _residual(split: SplitData) -> np.ndarray:
 
 def _objective(conf: np.ndarray, split: SplitData) -> float:
     return -augrc(conf, _residual(split))
+
+
+def ood_objective(id_conf: np.ndarray, ood_conf: np.ndarray) -> float:
+    """The grid protocol's objective: AUROC of the confidences of the ID validation split (positive)
+    against those of the OOD validation split, in [0, 1] (higher = better separated, ties count ½)."""
+    conf = np.concatenate([np.asarray(id_conf, dtype=np.float64), np.asarray(ood_conf, dtype=np.float64)])
+    return auroc(conf, np.r_[np.zeros(len(id_conf)), np.ones(len(ood_conf))])
 
 
 def check_dims(split: SplitData, ctx: ModelContext) -> None:
@@ -116,6 +210,15 @@ def _check_fit_inputs(train: SplitData, val: SplitData) -> None:
             raise ValueError(f"CSF fit: the {split.dataset} split is empty")
         if (split.labels < 0).any():
             raise ValueError(f"CSF fit: the {split.dataset} split has unlabelled samples")
+
+
+def _check_ood_validation(ood_val: SplitData | None) -> None:
+    if ood_val is None:
+        raise ValueError("the grid tuning protocol needs an OOD validation split (csf.tuning.ood_validation)")
+    if ood_val.dataset in ID_SPLITS:
+        raise ValueError(f"the OOD validation split must be a shifted set, not the ID split {ood_val.dataset!r}")
+    if len(ood_val) == 0:
+        raise ValueError(f"CSF fit: the OOD validation split {ood_val.dataset!r} is empty")
 
 
 def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings) -> dict:
@@ -148,111 +251,166 @@ def fit_temperatures(val: SplitData, parts: dict) -> dict[str, float]:
             if not variant.startswith("_")}
 
 
-def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, tuning: TuningSettings) -> FittedCsf:
+def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, tuning: TuningSettings,
+             protocol: str = "bayes", ood: View | None = None) -> FittedCsf:
+    """Hyper-parameters and fitted state of one (CSF, variant) flavour; ``protocol`` as :func:`flavours`
+    gives it (``ood``: the OOD validation view, for ``grid``)."""
     space = bounds(csf, ctx, tuning.search_space.get(csf.name))
 
     def run(params):
         state = csf.fit(train, ctx, params) if csf.fit else None
-        conf = csf.score(state, val, ctx, params)
-        return state, conf[variant] if isinstance(conf, dict) else conf
+        return state, _own(csf.score(state, val, ctx, params), variant)
 
     fixed = tuning.fixed.get(csf.name, {})
-    if not space or set(space) <= set(fixed):
+    if protocol in ("fixed", "none"):
         params = {k: fixed[k] for k in space}
-        return FittedCsf(params, csf.fit(train, ctx, params) if csf.fit else None)
-    label = f"{csf.name} [{variant}]"
+        return FittedCsf(params, csf.fit(train, ctx, params) if csf.fit else None, protocol=protocol)
+    label = f"{csf.name} [{variant}]" + (" grid" if protocol == "grid" else "")
     best: dict = {}  # the state of the first best probe, so the tuned CSF is not fitted once more
 
     def probe(p):
         state, conf = run(p)
-        value = _objective(conf, val.split)
+        if protocol == "grid":
+            value = ood_objective(conf, _own(csf.score(state, ood, ctx, p), variant))
+        else:
+            value = _objective(conf, val.split)
         if np.isfinite(value) and value > best.get("objective", -np.inf):
             best.update(objective=value, params=p, state=state)
         return value
 
-    params, probed, objectives = tuning.search(probe, space, csf.name, label)
+    if protocol == "grid":
+        grid = {k: v for k, v in grid_points(csf, ctx, tuning.grids.get(csf.name)).items() if k not in fixed}
+        held = {k: fixed[k] for k in space if k in fixed}
+        params, probed, objectives = grid_search(probe, grid, space, held, label)
+    else:  # a parameter pinned by tuning.fixed is a range of one point, which the search holds
+        pinned = {k: (fixed[k], fixed[k], kind) if k in fixed else (low, high, kind)
+                  for k, (low, high, kind) in space.items()}
+        params, probed, objectives = tuning.search(probe, pinned, csf.name, label)
     state = best["state"] if best.get("params") == params else run(params)[0]
-    return FittedCsf(params, state, probed, objectives)
+    return FittedCsf(params, state, probed, objectives, protocol=protocol)
+
+
+def _own(conf, variant: str) -> np.ndarray:
+    """A CSF's confidence of ``variant`` (a shared-state score returns {variant: confidence})."""
+    return conf[variant] if isinstance(conf, dict) else conf
 
 
 def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tuning: TuningSettings,
-             methods: frozenset[str] | None = None) -> FittedMode:
-    """Fit the projection, temperatures and every (CSF, variant) of ``group`` in one input mode, among the
-    CSFs named in ``methods`` (None: every CSF of the registry)."""
+             methods: frozenset[str] | None = None, ood_val: SplitData | None = None) -> FittedMode:
+    """Fit the projection, temperatures and every (CSF, variant) flavour of ``group`` in one input mode, among
+    the CSFs named in ``methods`` (None: every CSF of the registry).
+
+    ``ood_val`` is the OOD validation split, required when ``tuning.protocols`` has ``grid`` (and read only
+    by the grid-tuned flavours).
+    """
     _check_fit_inputs(train, val)
     check_dims(train, ctx)
     check_dims(val, ctx)
+    grid = "grid" in tuning.protocols
+    if grid:
+        _check_ood_validation(ood_val)
+        check_dims(ood_val, ctx)
     ctx.base_temperature = fit_temperature(val.logits, val.labels)
     t0 = time.perf_counter()
     projection = fit_projection(group, train, val, ctx, tuning)
     val_parts = variant_logits(val, projection, ctx.weight, ctx.bias)
     temperatures = fit_temperatures(val, val_parts)
-    views_train = build_views(train, projection, ctx.weight, ctx.bias, temperatures)
-    views_val = build_views(val, projection, ctx.weight, ctx.bias, temperatures, val_parts)
+    views_train = _temperature_views(train, projection, ctx, temperatures)
+    views_val = _temperature_views(val, projection, ctx, temperatures, val_parts)
+    views_ood = _temperature_views(ood_val, projection, ctx, temperatures) if grid else None
     log.info("%s/%s: projection and temperatures %s in %.1fs", group, train.mode,
              {k: round(v, 4) for k, v in temperatures.items()}, time.perf_counter() - t0)
     fitted: dict[tuple[str, str], FittedCsf] = {}
     for csf, variant in variants_for(ctx.backbone, GROUP_VARIANTS[group], methods):
-        t0 = time.perf_counter()
-        owner = csf.shares.get(variant)
-        if owner is not None:
-            base = fitted[(csf.name, owner)]
-            fitted[(csf.name, variant)] = FittedCsf(base.params, None, shares=owner, undefined=base.undefined)
-            continue
-        try:
-            fitted[(csf.name, variant)] = _fit_one(csf, variant, views_train[variant], views_val[variant], ctx, tuning)
-        except ValueError as err:
-            # a CSF that is mathematically undefined for these features (e.g. ViM without any
-            # residual subspace) is recorded with its reason and not scored; the others go on
-            log.warning("%s/%s: %s [%s] is undefined for this model: %s", group, train.mode, csf.name, variant, err)
-            fitted[(csf.name, variant)] = FittedCsf({}, None, undefined=str(err))
-            continue
-        log.info("%s/%s: fitted %s [%s] in %.2fs", group, train.mode, csf.name, variant, time.perf_counter() - t0)
-    return FittedMode(projection, temperatures, fitted, ctx.base_temperature)
+        for flavour in flavours(csf, tuning):
+            t0 = time.perf_counter()
+            name, at = flavour.name(csf.name), flavour.temperature or "fitted"
+            tags = {"csf": csf.name, "temperature": flavour.temperature, "protocol": flavour.protocol}
+            owner = csf.shares.get(variant)
+            if owner is not None:
+                base = fitted[(name, owner)]
+                fitted[(name, variant)] = FittedCsf(base.params, None, shares=owner, undefined=base.undefined, **tags)
+                continue
+            ood = views_ood[at][variant] if flavour.protocol == "grid" else None
+            try:
+                item = _fit_one(csf, variant, views_train[at][variant], views_val[at][variant],
+                                at_temperature(ctx, flavour.temperature), tuning, flavour.protocol, ood)
+            except ValueError as err:
+                # a CSF that is mathematically undefined for these features (e.g. ViM without any
+                # residual subspace) is recorded with its reason and not scored; the others go on
+                log.warning("%s/%s: %s [%s] is undefined for this model: %s", group, train.mode, name, variant, err)
+                fitted[(name, variant)] = FittedCsf({}, None, undefined=str(err), **tags)
+                continue
+            fitted[(name, variant)] = dataclasses.replace(item, **tags)
+            log.info("%s/%s: fitted %s [%s] in %.2fs", group, train.mode, name, variant, time.perf_counter() - t0)
+    projection_protocol = "none" if group == "none" else \
+        "fixed" if "variance" in tuning.fixed.get("projection", {}) else "bayes"
+    return FittedMode(projection, temperatures, fitted, ctx.base_temperature, tuning.temperatures,
+                      projection_protocol)
 
 
 def score_mode(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[tuple[str, str], np.ndarray]:
-    """Confidence of every (CSF, variant) of a fitted mode on ``split`` (higher = more confident).
+    """Confidence of every (CSF flavour, variant) of a fitted mode on ``split`` (higher = more confident).
 
     In ``mcd`` mode with the ``none`` group this adds the expected variants ("E" + name: the mean
-    of the per-pass scores, hyper-parameters of the MCD-X variant) and "MI" (−mutual information).
+    of the per-pass scores, hyper-parameters of the MCD-X variant) and "MI" (−mutual information), at
+    every configured temperature.
     """
     check_dims(split, ctx)
     ctx.base_temperature = fitted.base_temperature
-    views = build_views(split, fitted.projection, ctx.weight, ctx.bias, fitted.temperatures)
+    views = _temperature_views(split, fitted.projection, ctx, fitted.temperatures)
     scores = {}
-    shared: dict[tuple[str, str], dict] = {}  # (CSF, owner variant) -> {variant: conf}
+    shared: dict[tuple[str, str], dict] = {}  # (CSF flavour, owner variant) -> {variant: conf}
     for (name, variant), item in fitted.csfs.items():
         if item.undefined:
             continue
-        csf = BY_NAME[name]
+        csf = BY_NAME[item.csf or name]
+        at, fctx = views[item.temperature or "fitted"], at_temperature(ctx, item.temperature)
         owner = item.shares or variant
         if owner in csf.shares.values():
             if (name, owner) not in shared:
                 owner_item = fitted.csfs[(name, owner)]
-                shared[(name, owner)] = csf.score(owner_item.state, views[owner], ctx, owner_item.params)
+                shared[(name, owner)] = csf.score(owner_item.state, at[owner], fctx, owner_item.params)
             conf = shared[(name, owner)][variant]
         else:
-            conf = csf.score(item.state, views[variant], ctx, item.params)
+            conf = csf.score(item.state, at[variant], fctx, item.params)
         conf = np.asarray(conf, dtype=np.float64)
         bad = int((~np.isfinite(conf)).sum())
         if bad:
             raise ValueError(f"{split.dataset}: CSF {name} [{variant}] produced {bad} non-finite confidences")
         scores[(name, variant)] = conf
-    if split.pass_logits is not None and "none" in views:
+    if split.pass_logits is not None and "none" in views["fitted"]:
         scores.update(expected_scores(split, fitted, ctx))
     return scores
 
 
+def _temperature_of(fitted: FittedMode, temperature: str) -> float:
+    """The unprojected logits' temperature of a flavour: fitted, or 1."""
+    return 1.0 if temperature == "one" else fitted.temperatures["none"]
+
+
 def expected_scores(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[tuple[str, str], np.ndarray]:
-    """MCD-E variants of the fitted ones among :data:`EXPECTED`: per-pass logit/softmax scores averaged
-    over passes, and −MI (as in the authors' ``mcd_expected_function``)."""
-    t = fitted.temperatures["none"]
+    """MCD-E variants of the fitted flavours of :data:`EXPECTED`: per-pass logit/softmax scores averaged
+    over passes, and −MI per configured temperature (as in the authors' ``mcd_expected_function``)."""
     out = {}
-    for name in (n for n in EXPECTED if (n, "none") in fitted.csfs):
-        csf, params = BY_NAME[name], fitted.csfs[(name, "none")].params
-        per_pass = [csf.score(None, View("pass", split, None, split.pass_logits[:, p], t), ctx, params)
+    for (name, variant), item in fitted.csfs.items():
+        if variant != "none" or item.undefined or (item.csf or name) not in EXPECTED:
+            continue
+        csf, t = BY_NAME[item.csf or name], _temperature_of(fitted, item.temperature)
+        per_pass = [csf.score(None, View("pass", split, None, split.pass_logits[:, p], t), ctx, item.params)
                     for p in range(split.pass_logits.shape[1])]
         out[(f"E{name}", "none")] = np.mean(per_pass, axis=0)
-    out[("MI", "none")] = ls.mutual_information(ls.softmax(split.pass_logits, t))
+    for temperature in fitted.temperature_choices:
+        t = _temperature_of(fitted, temperature)
+        out[(flavour_name("MI", temperature), "none")] = ls.mutual_information(ls.softmax(split.pass_logits, t))
+    return out
+
+
+def tuning_protocols(fitted: FittedMode, keys) -> dict[tuple[str, str], str]:
+    """{(name, variant): the protocol that chose its hyper-parameters} for score keys of ``fitted``: a
+    fitted flavour's own, an expected score's ("E" + name) that of its MCD-X flavour, "none" for MI."""
+    out = {}
+    for name, variant in keys:
+        item = fitted.csfs.get((name, variant)) or fitted.csfs.get((name[1:], variant))
+        out[(name, variant)] = item.protocol if item is not None else "none"
     return out

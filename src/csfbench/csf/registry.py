@@ -10,6 +10,12 @@ and ``score(state, view, ctx, hp) -> confidence`` (N,), **higher = more confiden
 a ViT (no paradigm confidence head), tested against the support matrix of docs/methods.md; the
 post-hoc detectors of ICONIC-444 and ImageNet-OOD add 15 more, on the unprojected outputs only.
 
+Flavours: a CSF that reads a temperature (``uses_temperature``) runs at the validation-fitted T of the
+seed paper and/or at T = 1 (ICONIC-444, ImageNet-OOD), and a CSF with a published ``grid`` is tuned by
+Bayesian optimisation of validation −AUGRC and/or by ICONIC-444's grid search; each flavour other than
+(fitted T, Bayesian optimisation) is a CSF of its own under :func:`flavour_name` (``MLS@T1``,
+``KNN@grid``), so every results table keys it apart (:mod:`csfbench.csf.engine`, docs/methods.md §3.1–3.2).
+
 Quirks of the authors' code (github.com/cesar-claros/ood_systematic) are reproduced with
 ``quirks="compat_authors"``; the default ``"strict"`` uses the paper's consistent form:
 - class_avg/class_pred NNGuide bank energies and fDBD logits: strict = the variant's own logits,
@@ -76,6 +82,12 @@ class Csf:
     # variant -> variant whose fitted state and hyper-parameters it shares (KPCA class modes); the
     # owner's ``score`` then returns {variant: confidence} for all sharing variants in one pass
     shares: dict = field(default_factory=dict)
+    # whether the score reads the temperature (``view.temperature``, ``view.probs`` or
+    # ``ctx.base_temperature``): such a CSF can run at the fitted T and at T = 1 (:func:`flavour_name`)
+    uses_temperature: bool = False
+    # ICONIC-444's Table 7 grid {param: values} for its grid-search protocol; a parameter whose search
+    # space is bounded by "n_classes" keeps only the values <= C (:func:`grid_points`)
+    grid: dict = field(default_factory=dict)
 
 
 def _span(grid: dict[str, tuple], kind: str) -> dict:
@@ -188,20 +200,22 @@ def _confidence(state, view, ctx, hp):
 
 
 CSFS: tuple[Csf, ...] = (
-    Csf("MSR", ALL, lambda s, v, c, hp: ls.msr(v.probs)),
-    Csf("MLS", ALL, lambda s, v, c, hp: ls.mls(v.logits, v.temperature)),
-    Csf("PE", ALL, lambda s, v, c, hp: ls.pe(v.probs)),
-    Csf("GEN", ALL, lambda s, v, c, hp: ls.gen(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m()),
-    Csf("REN", ALL, lambda s, v, c, hp: ls.ren(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m()),
-    Csf("GE", ALL, lambda s, v, c, hp: ls.ge(v.probs)),
-    Csf("PCE", ALL, lambda s, v, c, hp: ls.pce(v.probs)),
-    Csf("Energy", ALL, lambda s, v, c, hp: ls.energy(v.logits, v.temperature)),
-    Csf("GradNorm", NO_CLASS, _gradnorm_score),
+    Csf("MSR", ALL, lambda s, v, c, hp: ls.msr(v.probs), uses_temperature=True),
+    Csf("MLS", ALL, lambda s, v, c, hp: ls.mls(v.logits, v.temperature), uses_temperature=True),
+    Csf("PE", ALL, lambda s, v, c, hp: ls.pe(v.probs), uses_temperature=True),
+    Csf("GEN", ALL, lambda s, v, c, hp: ls.gen(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m(),
+        uses_temperature=True, grid=logit_methods.GEN_GRID),
+    Csf("REN", ALL, lambda s, v, c, hp: ls.ren(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m(),
+        uses_temperature=True),
+    Csf("GE", ALL, lambda s, v, c, hp: ls.ge(v.probs), uses_temperature=True),
+    Csf("PCE", ALL, lambda s, v, c, hp: ls.pce(v.probs), uses_temperature=True),
+    Csf("Energy", ALL, lambda s, v, c, hp: ls.energy(v.logits, v.temperature), uses_temperature=True),
+    Csf("GradNorm", NO_CLASS, _gradnorm_score, uses_temperature=True),
     Csf("PCA RecError", PROJECTED, lambda s, v, c, hp: v.rec),
     Csf("KPCA RecError", PROJECTED, _kpca_score, _kpca_fit,
         space={"variance": (0.85, 0.99, "float"), "gamma": (0.1, 1.0, "float"),
                "n_landmarks": (2000, 5000, "int")},
-        shares={"class_avg": "class", "class_pred": "class"}),
+        shares={"class_avg": "class", "class_pred": "class"}, uses_temperature=True),
     Csf("CTM", ALL, _cos_score(lambda state, ctx: ctx.weight, "cos_weight")),
     Csf("CTMmean", ALL, _cos_score(lambda state, ctx: state["means"], "cos_mean"), _fit_class_means(False)),
     Csf("CTMmeanOC", ("none",), _cos_score(lambda state, ctx: state["means"], "cos_mean"), _fit_class_means(True)),
@@ -227,23 +241,23 @@ CSFS: tuple[Csf, ...] = (
     Csf("MSP", ("none",), lambda s, v, c, hp: ls.msr(ls.softmax(v.logits, 1.0))),
     Csf("EBO", ("none",), lambda s, v, c, hp: ls.energy(v.logits, 1.0)),
     Csf("ODIN", ("none",), lambda s, v, c, hp: logit_methods.odin(v.logits, hp["temperature"]),
-        space=_span(logit_methods.ODIN_GRID, "float")),
+        space=_span(logit_methods.ODIN_GRID, "float"), grid=logit_methods.ODIN_GRID),
     Csf("KLM", ("none",), lambda s, v, c, hp: templates.klm_score(s, v.logits),
         lambda t, c, hp: templates.klm_fit(t.logits)),
     Csf("OpenMax", ("none",), lambda s, v, c, hp: openmax.openmax_score(s, v.logits),
         lambda t, c, hp: openmax.openmax_fit(t.logits, t.split.labels)),
     Csf("KNN", ("none",), lambda s, v, c, hp: knn_score(s, v.features, int(hp["k"])),
-        lambda t, c, hp: knn_fit(t.features), space=_span(KNN_GRID, "int")),
+        lambda t, c, hp: knn_fit(t.features), space=_span(KNN_GRID, "int"), grid=KNN_GRID),
     Csf("ReAct", ("none",), lambda s, v, c, hp: shaping.react_score(s, v.features, c.weight, c.bias),
         lambda t, c, hp: shaping.react_fit(t.features, hp["percentile"]),
-        space=_span(shaping.REACT_GRID, "float")),
-    *(Csf(f"ASH-{rule.upper()}", ("none",), _ash(rule), space=_span(shaping.ASH_GRID, "float"))
-      for rule in ("s", "b", "p")),
+        space=_span(shaping.REACT_GRID, "float"), grid=shaping.REACT_GRID),
+    *(Csf(f"ASH-{rule.upper()}", ("none",), _ash(rule), space=_span(shaping.ASH_GRID, "float"),
+          grid=shaping.ASH_GRID) for rule in ("s", "b", "p")),
     Csf("SCALE", ("none",), lambda s, v, c, hp: shaping.scale_score(v.features, c.weight, c.bias, hp["percentile"]),
-        space=_span(shaping.SCALE_GRID, "float")),
+        space=_span(shaping.SCALE_GRID, "float"), grid=shaping.SCALE_GRID),
     Csf("DICE", ("none",), lambda s, v, c, hp: shaping.dice_score(s, v.features, c.bias),
         lambda t, c, hp: shaping.dice_fit(t.features, c.weight, hp["percentile"]),
-        space=_span(shaping.DICE_GRID, "float")),
+        space=_span(shaping.DICE_GRID, "float"), grid=shaping.DICE_GRID),
     Csf("RMDS", ("none",), lambda s, v, c, hp: templates.rmds_score(s, v.features),
         lambda t, c, hp: templates.rmds_fit(t.features, t.split.labels, c.n_classes)),
     Csf("SHE", ("none",), lambda s, v, c, hp: templates.she_score(s, v.features, v.logits),
@@ -260,7 +274,59 @@ EXPECTED = ("MSR", "MLS", "PE", "GEN", "REN", "GE", "PCE", "Energy")
 ALIASES: dict[tuple[tuple[str, str], tuple[str, str]], str] = {
     (("CTM", "none"), ("MaxCosine", "none")):
         "ImageNet-OOD's Max-Cosine is the maximum cosine of h with the head's class weights, which is CTM",
+    (("MSR@T1", "none"), ("MSP", "none")):
+        "MSP is the maximum softmax probability at T = 1, which is MSR at T = 1 (deterministic inputs; under MC "
+        "dropout MSR averages the per-pass softmaxes and MSP takes the softmax of the mean logits)",
+    (("Energy@T1", "none"), ("EBO", "none")): "EBO is the negated energy at T = 1, which is Energy at T = 1",
 }
+
+# The temperature of a CSF that reads one (Csf.uses_temperature): "fitted" = the validation-fitted T of
+# its logit source (Claros-Olivares & Brockmeier, App. E), "one" = T = 1 (ICONIC-444, Krumpl, Avenhaus &
+# Possegger, arXiv 2601.10802; ImageNet-OOD, Yang, Zhang & Russakovsky, ICLR 2024, arXiv 2310.01755).
+TEMPERATURES = ("fitted", "one")
+# How a CSF's hyper-parameters are chosen: "bayes" = Bayesian optimisation of validation -AUGRC
+# (Claros-Olivares & Brockmeier, App. E), "grid" = every point of the CSF's ICONIC-444 Table 7 grid, tuned
+# on the ID and an OOD validation set (ICONIC-444, §4, App. B.2): the best validation AUROC of ID against
+# OOD (the paper states no criterion; AUROC is OpenOOD v1.5's, on which it builds).
+PROTOCOLS = ("bayes", "grid")
+# What a fitted (CSF, variant) records as its ``tuning_protocol``: a protocol of PROTOCOLS, or "fixed"
+# (every hyper-parameter pinned in the config) or "none" (the CSF has no hyper-parameter)
+RECORDED_PROTOCOLS = PROTOCOLS + ("fixed", "none")
+_TAGS = {"one": "@T1", "grid": "@grid"}
+
+
+def flavour_name(name: str, temperature: str = "fitted", protocol: str = "bayes") -> str:
+    """The result name of CSF ``name`` run at ``temperature`` and tuned by ``protocol``: the seed paper's
+    (fitted T, Bayesian optimisation) keeps the bare name; T = 1 appends ``@T1``, the grid protocol ``@grid``
+    (``"GEN@T1@grid"``: ICONIC-444's GEN).  The CSF name column of the scores and metric rows carries it, so
+    the results table, rankings and figures tell the flavours apart with no special case."""
+    return name + _TAGS.get(temperature, "") + _TAGS.get(protocol, "")
+
+
+def flavour_names(csf: Csf) -> list[str]:
+    """Every result name ``csf`` can have: each temperature if it reads one, each protocol if it has a
+    published grid (a config's ``csf.tuning.grids`` can give any tuned CSF a grid flavour too)."""
+    return [flavour_name(csf.name, t, p) for t in (TEMPERATURES if csf.uses_temperature else ("fitted",))
+            for p in (PROTOCOLS if csf.grid else ("bayes",))]
+
+
+def base_name(name: str) -> str:
+    """The registry CSF (or MC-dropout score, "EMSR", "MI") a result name was computed with:
+    :func:`flavour_name` without its tags."""
+    return name.split("@", 1)[0]
+
+
+def grid_points(csf: Csf, ctx: ModelContext, overrides: dict | None = None) -> dict[str, tuple]:
+    """The grid of ``csf`` for this model: {param: values}, ``overrides`` (config ``csf.tuning.grids``)
+    replacing the published values per parameter; values above C of a parameter bounded by C (GEN's M)
+    are dropped."""
+    grid = {**csf.grid, **(overrides or {})}
+    out = {}
+    for name, values in grid.items():
+        if csf.space[name][1] == "n_classes":
+            values = [v for v in values if v <= ctx.n_classes]
+        out[name] = tuple(values)
+    return out
 
 
 def variants_for(backbone: str, variants: tuple[str, ...] = VARIANTS,

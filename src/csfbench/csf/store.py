@@ -3,12 +3,18 @@
 No pickle: every fitted quantity is an array dataset; hyper-parameters, temperatures and the
 projection's variance are attributes (JSON where they are mappings).  Layout of ``fit.h5``::
 
-    attrs: fit_format, source, model, group, quirks, csf_config (JSON), provenance
+    attrs: fit_format, source, model, group, quirks, csf_config (JSON), tuning_protocols (JSON),
+           ood_validation (the OOD validation set of the grid protocol, or ""), provenance
     head/weight, head/bias                         full head (Deep Gamblers: C+1 rows)
-    {mode}/  attrs: temperatures (JSON), base_temperature
-    {mode}/projection/  attrs: group, variance; global: mean, basis; class: means, bases, k, mean_targets
-    {mode}/csf/{CSF}/{variant}/  attrs: params (JSON), shares, undefined (reason or ""); datasets: state arrays,
-                                 tuning/probed, tuning/objective
+    {mode}/  attrs: temperatures (JSON), base_temperature, temperature_choices (JSON)
+    {mode}/projection/  attrs: group, variance, tuning_protocol; global: mean, basis; class: means, bases, k,
+                        mean_targets
+    {mode}/csf/{name}/{variant}/  attrs: params (JSON), shares, undefined (reason or ""), csf (registry name),
+                                  temperature ("fitted", "one", or "" when the CSF reads none), tuning_protocol
+                                  (bayes, grid, fixed, none); datasets: state arrays, tuning/probed,
+                                  tuning/objective
+
+``{name}`` is the flavour's name (:func:`csfbench.csf.registry.flavour_name`: ``MLS``, ``MLS@T1``, ``KNN@grid``).
 
 ``scores/{source}/{model}/{fit_group}.h5``: one HDF5 group per evaluation set holding
 ``{mode}/{CSF}/{variant}`` (N,) float64 confidences (higher = more confident), ``{mode}/pred`` and
@@ -28,9 +34,10 @@ from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import ClassSubspaces
 from csfbench.errors import FeatureFileError
 
-#: layout version of the CSF states in ``fit.h5``; read_fit refuses any other.  2: pNML stores the
-#: factors ``plus_factor``/``perp_factor`` of its projectors (1: the projectors ``p_plus``/``p_perp``)
-FIT_FORMAT = 2
+#: layout version of the CSF states in ``fit.h5``; read_fit refuses any other.  3: every CSF records its
+#: registry name, temperature and tuning protocol, every mode its temperature choices (2: pNML stores the
+#: factors ``plus_factor``/``perp_factor`` of its projectors; 1: the projectors ``p_plus``/``p_perp``)
+FIT_FORMAT = 3
 
 
 def _write_arrays(group: h5py.Group, arrays: dict) -> None:
@@ -81,8 +88,10 @@ def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.nda
             g = fh.create_group(mode)
             g.attrs["temperatures"] = json.dumps(fitted.temperatures, sort_keys=True)
             g.attrs["base_temperature"] = fitted.base_temperature
+            g.attrs["temperature_choices"] = json.dumps(list(fitted.temperature_choices))
             p = g.create_group("projection")
             p.attrs["group"] = fitted.projection["group"]
+            p.attrs["tuning_protocol"] = fitted.projection_protocol
             if "variance" in fitted.projection:
                 p.attrs["variance"] = fitted.projection["variance"]
             _write_arrays(p, _projection_arrays(fitted.projection))
@@ -91,6 +100,7 @@ def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.nda
                 c.attrs["params"] = json.dumps(item.params, sort_keys=True)
                 c.attrs["shares"] = item.shares or ""
                 c.attrs["undefined"] = item.undefined
+                c.attrs.update(csf=item.csf or name, temperature=item.temperature, tuning_protocol=item.protocol)
                 _write_arrays(c, item.state or {})
                 _write_arrays(c, {"tuning/probed": item.probed, "tuning/objective": item.objectives})
 
@@ -119,9 +129,13 @@ def read_fit(path: str | Path) -> tuple[dict[str, FittedMode], tuple[np.ndarray,
                     state = {k: v[()] for k, v in c.items() if isinstance(v, h5py.Dataset)}
                     csfs[(name, variant)] = FittedCsf(json.loads(c.attrs["params"]), state or None,
                                                       c["tuning/probed"][()], c["tuning/objective"][()],
-                                                      str(c.attrs["shares"]) or None, str(c.attrs["undefined"]))
+                                                      str(c.attrs["shares"]) or None, str(c.attrs["undefined"]),
+                                                      str(c.attrs["csf"]), str(c.attrs["temperature"]),
+                                                      str(c.attrs["tuning_protocol"]))
             modes[mode] = FittedMode(_projection_from(g["projection"]), json.loads(g.attrs["temperatures"]), csfs,
-                                     float(g.attrs["base_temperature"]))
+                                     float(g.attrs["base_temperature"]),
+                                     tuple(json.loads(g.attrs["temperature_choices"])),
+                                     str(g["projection"].attrs["tuning_protocol"]))
     return modes, head, attrs
 
 

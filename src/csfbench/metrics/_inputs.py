@@ -71,3 +71,13 @@ def check_two_classes(is_failure: np.ndarray, metric: str) -> None:
     if n_fail == is_failure.size:
         raise UndefinedMetricError(f"{metric} is undefined: the set has no successes (residual 0), "
                                    "it needs both successes and failures")
+
+
+def check_labels(labels: np.ndarray, n_rows: int, n_classes: int) -> np.ndarray:
+    """``labels`` as an array of ``n_rows`` integers in [0, n_classes) (ValueError otherwise)."""
+    labels = np.asarray(labels)
+    if labels.shape != (n_rows,) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be {n_rows} integers, got shape {labels.shape} dtype {labels.dtype}")
+    if n_rows and (labels.min() < 0 or labels.max() >= n_classes):
+        raise ValueError(f"labels must lie in [0, {n_classes}), found [{labels.min()}, {labels.max()}]")
+    return labels

@@ -2,7 +2,9 @@
 
 ``forward`` returns :class:`Output` with ``logits`` (N×C, or N×(C+1) for Deep Gamblers),
 ``features`` (N×D penultimate) and ``confidence`` (N, the paradigm's own score in [0, 1], higher =
-more confident; ``None`` for plain cross-entropy).
+more confident; ``None`` for plain cross-entropy).  :meth:`Classifier.block_maps` and
+:meth:`Classifier.logits_from_last_block` expose the per-block activations the detectors that need the
+network read (``csfbench.network_csf``).
 """
 from __future__ import annotations
 
@@ -77,6 +79,19 @@ class Classifier(nn.Module):
             conf_logit = self.confidence_logit(x, features)
             confidence = None if conf_logit is None else torch.sigmoid(conf_logit.float())
         return Output(logits=logits, features=features, confidence=confidence)
+
+    def class_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The C class logits (Deep Gamblers' abstention output dropped), without the confidence branch."""
+        return self.head(self.encoder(x))[:, :self.n_classes]
+
+    def block_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The encoder's per-block activations, channel-first (N×C×…): VGG-13's five conv stacks before
+        their max-pools, the ViT's transformer blocks (N×D×T)."""
+        return self.encoder.block_maps(x)
+
+    def logits_from_last_block(self, last: torch.Tensor) -> torch.Tensor:
+        """The C class logits from the last block map (edited or not): the rest of the forward pass."""
+        return self.head(self.encoder.from_last_block(last))[:, :self.n_classes]
 
     def set_mc_dropout(self, active: bool) -> None:
         """Switch only the Dropout layers to train mode (BatchNorm stays in eval) for MC passes."""

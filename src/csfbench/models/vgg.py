@@ -7,6 +7,10 @@ followed by Dropout(0.3) in the first block and Dropout(0.4) in the others, and 
 flatten → Dropout(0.5) → Linear → ReLU → Dropout(0.5); without dropout the conv output is global-
 average-pooled (FD-Shifts' ``avg_pool = (do == 0)``).  The penultimate feature dimension is
 ``round(512 · width)``; at 64×64 inputs the flattened do1 map is 2×2 wide.
+
+The detectors that need the network read the *block maps*: the output of each conv stack before its
+max-pool (N×C×H×W; :meth:`VGG13Encoder.block_maps`), and RankFeat continues the forward pass from an edited
+last map (:meth:`VGG13Encoder.from_last_block`).
 """
 from __future__ import annotations
 
@@ -51,3 +55,18 @@ class VGG13Encoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc(self.pool(self.conv(x)))
+
+    def block_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The output of every conv stack before its max-pool (5 maps, N×C×H×W); the last one is the map
+        :meth:`from_last_block` continues from."""
+        maps = []
+        layers = list(self.conv)
+        for i, layer in enumerate(layers[:-1]):  # the final max-pool belongs to from_last_block
+            x = layer(x)
+            if isinstance(layers[i + 1], nn.MaxPool2d):
+                maps.append(x)
+        return maps
+
+    def from_last_block(self, last: torch.Tensor) -> torch.Tensor:
+        """The penultimate features from the last block map (the rest of :meth:`forward`)."""
+        return self.fc(self.pool(self.conv[-1](last)))

@@ -47,6 +47,21 @@ class ViTEncoder(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.vit.forward_head(self.vit.forward_features(x), pre_logits=True)
 
+    def block_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The output of every transformer block, channel-first (N×D×T: the D embedding units as channels,
+        the T tokens as positions); the last one is the map :meth:`from_last_block` continues from."""
+        vit = self.vit
+        x = vit.norm_pre(vit.patch_drop(vit._pos_embed(vit.patch_embed(x))))
+        maps = []
+        for block in vit.blocks:
+            x = block(x)
+            maps.append(x.transpose(1, 2))
+        return maps
+
+    def from_last_block(self, last: torch.Tensor) -> torch.Tensor:
+        """The pre-logit features from the last block map (N×D×T; the rest of :meth:`forward`)."""
+        return self.vit.forward_head(self.vit.norm(last.transpose(1, 2)), pre_logits=True)
+
 
 def split_vit(vit: nn.Module) -> tuple[ViTEncoder, nn.Linear]:
     """Detach the classifier of a timm ViT: returns (encoder, head)."""

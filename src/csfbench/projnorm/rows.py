@@ -23,8 +23,9 @@ def metric_rows(specs: dict[str, ModelSpec], per_set: pd.DataFrame, corr: pd.Dat
         spec = specs[model]
         regime = "test" if shift_type == "id" else shift_type
         rows.append({**{k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")},
-                     "mcd": False, "csf": csf, "variant": "none", "dataset": dataset, "shift_type": shift_type,
-                     "regime": regime, "scheme": SCHEME, "split": "test", "metric": metric, "value": float(value)})
+                     "mcd": False, "csf": csf, "variant": "none", "tuning_protocol": "none", "dataset": dataset,
+                     "shift_type": shift_type, "regime": regime, "scheme": SCHEME, "split": "test", "metric": metric,
+                     "value": float(value)})
 
     for r in per_set.itertuples(index=False):
         add(r.model, r.dataset, r.shift_type, "actual", "test_error", r.test_error)

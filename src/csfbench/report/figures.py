@@ -203,11 +203,14 @@ def rc_curves(score_files: Sequence[str | Path], schemes: dict[str, str], csfs: 
     rows = []
     for name in csfs:
         csf, variant = parse_variant(name)
-        path = by_group[group_of(variant)]
-        test = read_scores(path, "test")[0]["det"]
-        if (csf, variant) not in test["scores"]:
-            known = sorted(f"{c} {v}" if v != "none" else c for c, v in test["scores"])
-            raise ValueError(f"figures.rc_curves.csfs: '{name}' is not in {path}; known: {known}")
+        # a network-pass CSF (variant none) is in the scores file of fit group `network`, when one is given
+        candidates = [by_group[g] for g in (group_of(variant), "network") if g in by_group]
+        tests = [(path, read_scores(path, "test")[0]["det"]) for path in candidates]
+        found = [(path, test) for path, test in tests if (csf, variant) in test["scores"]]
+        if not found:
+            known = sorted(f"{c} {v}" if v != "none" else c for _, test in tests for c, v in test["scores"])
+            raise ValueError(f"figures.rc_curves.csfs: '{name}' is not in {candidates}; known: {known}")
+        path, test = found[0]
         for dataset, scheme in schemes.items():
             own = test if dataset == "test" else read_scores(path, dataset)[0]["det"]
             if scheme == "misclf":

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from csfbench.atomic import atomic_path
-from csfbench.csf.engine import TuningSettings, fit_mode, score_mode
+from csfbench.csf.engine import TuningSettings, fit_mode, score_mode, tuning_protocols
 from csfbench.csf.inputs import load_splits
 from csfbench.csf.registry import ModelContext
 from csfbench.csf.store import read_fit, write_fit, write_scores
@@ -30,10 +30,12 @@ def _context(spec: ModelSpec, head: tuple[np.ndarray, np.ndarray], quirks: str) 
 
 
 def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str | Path, val_h5: str | Path,
-            out_h5: str | Path) -> None:
+            out_h5: str | Path, ood_val_h5: str | Path | None = None) -> None:
     """Fit every CSF variant of one (model, fit group) on train + val into ``fit.h5``.
 
-    ``csf_settings``: the config's ``csf`` section as :func:`csfbench.grid.csf_fit_config` cuts it.
+    ``csf_settings``: the config's ``csf`` section as :func:`csfbench.grid.csf_fit_config` cuts it for the
+    model's source; ``ood_val_h5``: the feature file of its OOD validation set
+    (``csf_settings["tuning"]["ood_validation"]``), needed by the grid tuning protocol only.
     """
     expect = run_attrs(spec)  # a feature file of another model, or of another run of it, is rejected
     arrays, _ = read_features(train_h5, keys=("head/weight", "head/bias"))
@@ -43,11 +45,18 @@ def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str |
     quirks = csf_settings["quirks"]
     tuning = TuningSettings.from_config(csf_settings)
     train, val = (load_splits(path, spec.modes, expect) for path in (train_h5, val_h5))
+    ood_name = csf_settings["tuning"]["ood_validation"] if "grid" in tuning.protocols else None
+    if ood_name is not None and ood_val_h5 is None:
+        raise ValueError(f"{spec.model}: the grid tuning protocol needs the features of the OOD validation set "
+                         f"{ood_name!r}")
+    ood_val = load_splits(ood_val_h5, spec.modes, {**expect, "dataset": ood_name}) if ood_name else {}
     methods = None if csf_settings["methods"] is None else frozenset(csf_settings["methods"])
-    modes = {mode: fit_mode(fit_group, train[mode], val[mode], _context(spec, head, quirks), tuning, methods)
+    modes = {mode: fit_mode(fit_group, train[mode], val[mode], _context(spec, head, quirks), tuning, methods,
+                            ood_val.get(mode))
              for mode in spec.modes}
     attrs = {"source": spec.source, "model": spec.model, "group": fit_group, "quirks": quirks,
              "csf_config": json.dumps(csf_settings, sort_keys=True), "config_hash": spec_hash(spec.to_dict()),
+             "tuning_protocols": json.dumps(list(tuning.protocols)), "ood_validation": ood_name or "",
              "package_version": package_version(), "git_commit": git_commit(), "created": utc_now()}
     write_fit(out_h5, modes, head, attrs)
     log.info("%s/%s: wrote %s (%d variants)", spec.model, fit_group, out_h5,
@@ -75,7 +84,8 @@ def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, fea
         scores = {mode: score_mode(splits[mode], fm, ctx) for mode, fm in fitted.items()}
         written[eval_set.name] = (scores, splits, {"dataset": eval_set.name, "shift_type": eval_set.shift_type,
                                                    "regime": eval_set.regime})
-        own = {mode: {"correct": splits[mode].correct, "scores": scores[mode]} for mode in scores}
+        own = {mode: {"correct": splits[mode].correct, "scores": scores[mode],
+                      "protocols": tuning_protocols(fitted[mode], scores[mode])} for mode in scores}
         if eval_set.name == "test":
             reference = own
         rows.append(metric_rows(spec, eval_set, own, reference if eval_set.shift_type != "id" else None))
