@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from csfbench.csf.blocks import row_blocks, unit_rows
-
 from csfbench.metrics._inputs import check_labels
 
 
