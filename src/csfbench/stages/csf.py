@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -67,30 +68,45 @@ def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, fea
               out_scores: str | Path, out_metrics: str | Path) -> None:
     """Score every evaluation set of a model with one fit and write one scores file and one metrics file.
 
-    ``features``: {evaluation set name: feature file}.  The ID test set is scored first: the shifted
-    sets' OOD schemes are evaluated against its scores.
+    ``features``: {evaluation set name: feature file}.
     """
     fitted, head, fit_attrs = read_fit(fit_h5)
     if fit_attrs["model"] != spec.model:
         raise ValueError(f"{fit_h5}: fit of model {fit_attrs['model']!r}, expected {spec.model!r}")
     ctx = _context(spec, head, str(fit_attrs["quirks"]))
-    ordered = sorted(eval_sets, key=lambda e: e.name != "test")
-    written, rows, reference = {}, [], None
-    for eval_set in ordered:
+
+    def score_set(eval_set: EvalSet):
         expect = {**run_attrs(spec), "dataset": eval_set.name}
         splits = load_splits(features[eval_set.name], tuple(fitted), expect)
         if len(next(iter(splits.values()))) == 0:
             raise ValueError(f"{features[eval_set.name]}: empty evaluation set {eval_set.name!r}")
         scores = {mode: score_mode(splits[mode], fm, ctx) for mode, fm in fitted.items()}
+        return splits, scores, {mode: tuning_protocols(fitted[mode], scores[mode]) for mode in scores}
+
+    attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
+    write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, attrs)
+
+
+def write_set_scores(spec: ModelSpec, eval_sets: list[EvalSet], score_set: Callable, out_scores: str | Path,
+                     out_metrics: str | Path, attrs: dict) -> None:
+    """Score every evaluation set with ``score_set`` and write one scores file and one metrics file.
+
+    ``score_set(eval_set)`` returns (splits {mode: SplitData}, scores {mode: {(csf, variant): confidence}},
+    protocols {mode: {(csf, variant): tuning protocol}}).  The ID test set is scored first: the shifted
+    sets' OOD schemes are evaluated against its scores.  ``attrs``: the scores file's attributes (with the
+    fit ``group``).
+    """
+    written, rows, reference = {}, [], None
+    for eval_set in sorted(eval_sets, key=lambda e: e.name != "test"):
+        splits, scores, protocols = score_set(eval_set)
         written[eval_set.name] = (scores, splits, {"dataset": eval_set.name, "shift_type": eval_set.shift_type,
                                                    "regime": eval_set.regime})
-        own = {mode: {"correct": splits[mode].correct, "scores": scores[mode],
-                      "protocols": tuning_protocols(fitted[mode], scores[mode])} for mode in scores}
+        own = {mode: {"correct": splits[mode].correct, "scores": scores[mode], "protocols": protocols[mode]}
+               for mode in scores}
         if eval_set.name == "test":
             reference = own
         rows.append(metric_rows(spec, eval_set, own, reference if eval_set.shift_type != "id" else None))
-        log.info("%s/%s/%s: %d metric rows", spec.model, fit_attrs["group"], eval_set.name, len(rows[-1]))
-    attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
+        log.info("%s/%s/%s: %d metric rows", spec.model, attrs["group"], eval_set.name, len(rows[-1]))
     write_scores(out_scores, {name: written[name] for name in sorted(written)}, attrs)
     table = pd.concat(rows, ignore_index=True)
     with atomic_path(out_metrics) as tmp:

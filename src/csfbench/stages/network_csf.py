@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from csfbench.atomic import atomic_path
 from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
 from csfbench.data.sources import source_split
@@ -70,15 +69,12 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
                 features: dict[str, str | Path], out_scores: str | Path, out_metrics: str | Path, batch_size: int,
                 num_workers: int = 0) -> None:
     """Score every evaluation set of a model with its fitted network-pass CSFs; write one scores file and one
-    metrics file, as :func:`csfbench.stages.csf.score_csf` writes them (the ID test set first: the shifted
-    sets' OOD schemes are evaluated against its scores).  ``features``: {set: feature file}, whose
-    correctness and labels the rows use; the ``tuning_protocol`` column comes from the fit."""
+    metrics file through :func:`csfbench.stages.csf.write_set_scores`, as ``score_csf`` writes them.
+    ``features``: {set: feature file}, whose correctness and labels the rows use; the ``tuning_protocol``
+    column comes from the fit."""
     # imported here, not at the top: the CSF registry and pandas would cost every fit job ~1 s of start-up
-    import pandas as pd
-
     from csfbench.csf.inputs import load_splits
-    from csfbench.csf.store import write_scores
-    from csfbench.evaluation import metric_rows
+    from csfbench.stages.csf import write_set_scores
 
     fitted, attrs = read_network_fit(fit_h5)
     expect_run = run_attrs(spec)
@@ -88,8 +84,8 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
     protocols = network.tuning_protocols(fitted)
     device = resolve_device()
     model = load_checkpoint(spec, checkpoint, device)
-    written, rows, reference = {}, [], None
-    for eval_set in sorted(eval_sets, key=lambda e: e.name != "test"):
+
+    def score_set(eval_set: EvalSet):
         t0 = time.perf_counter()
         path = features[eval_set.name]
         split = load_splits(path, ("det",), {**expect_run, "dataset": eval_set.name})["det"]
@@ -104,19 +100,9 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
             bad = int((~np.isfinite(values)).sum())
             if bad:
                 log.warning("%s/%s: %s has %d non-finite confidences", spec.model, eval_set.name, name, bad)
-        scores = {(name, "none"): values for name, values in conf.items()}
-        written[eval_set.name] = ({"det": scores}, {"det": split}, {"dataset": eval_set.name,
-                                                                      "shift_type": eval_set.shift_type,
-                                                                      "regime": eval_set.regime})
-        own = {"det": {"correct": split.correct, "scores": scores,
-                       "protocols": {key: protocols[key[0]] for key in scores}}}
-        if eval_set.name == "test":
-            reference = own
-        rows.append(metric_rows(spec, eval_set, own, reference if eval_set.shift_type != "id" else None))
         log.info("%s/%s: %d images scored with %s on %s (%.1fs)", spec.model, eval_set.name, len(images),
                  list(conf), device, time.perf_counter() - t0)
-    write_scores(out_scores, {name: written[name] for name in sorted(written)}, {**expect_run, "group": GROUP})
-    table = pd.concat(rows, ignore_index=True)
-    with atomic_path(out_metrics) as tmp:
-        table.to_parquet(tmp, index=False)
-    log.info("%s/%s: %d metric rows over %d sets", spec.model, GROUP, len(table), len(eval_sets))
+        scores = {(name, "none"): values for name, values in conf.items()}
+        return {"det": split}, {"det": scores}, {"det": {key: protocols[key[0]] for key in scores}}
+
+    write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, {**expect_run, "group": GROUP})
