@@ -216,3 +216,215 @@ def write_npy(folder: Path, n: int = 5, side: int = 8, seed: int = 0) -> Written
         np.save(root / split / "labels.npy", labels)
         written.images[split], written.labels[split] = images, labels
     return written
+
+
+# ---------------------------------------------------------------------------------------------
+# Image lists and class-folder trees (csfbench.data.list_readers)
+
+#: five real ImageNet-1K wnids, sorted (their labels in the sorted 1000-class list would differ;
+#: in these fixtures the class list is these five)
+IMAGENET_WNIDS = ("n01440764", "n01443537", "n01484850", "n01491361", "n01494475")
+
+
+@dataclass
+class WrittenFiles:
+    """A written file tree: its directory, the expected sample ids and labels per split (in reader
+    order), and the options a reader needs."""
+
+    root: Path
+    sample_ids: dict[str, list[str]]
+    labels: dict[str, np.ndarray]
+    options: dict[str, dict]
+
+
+def _save_image(path: Path, rng: np.random.Generator, side: int = 8) -> None:
+    """A tiny random RGB image, JPEG or PNG by the path's extension."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fmt = "PNG" if path.suffix.lower() == ".png" else "JPEG"
+    Image.fromarray(_random_images(rng, 1, side)[0]).save(path, format=fmt)
+
+
+def write_wnids(path: Path, wnids=IMAGENET_WNIDS, names: bool = False) -> Path:
+    """A class list, one wnid per line (with ``names``: 'wnid name, other name' as LOC_synset_mapping.txt)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{w} class {i}, other name\n" if names else f"{w}\n" for i, w in enumerate(wnids)))
+    return path
+
+
+def write_openood(folder: Path, seed: int = 0) -> WrittenFiles:
+    """An OpenOOD ``data/`` folder: ``benchmark_imglist/cifar10/test_cifar10.txt`` (labelled, unsorted
+    lines), ``test_tin.txt`` (OOD, label -1) and ``imagenetood.txt`` (no labels, ImageNet-OOD's
+    form), over ``images_classic/``.  ``sample_ids["test"]`` / ``labels["test"]``: the cifar10 list."""
+    root = folder / "data"
+    rng = _rng(seed)
+    images = root / "images_classic"
+    lists = root / "benchmark_imglist" / "cifar10"
+    lists.mkdir(parents=True)
+    cifar = [("cifar10/test/dog/0002.png", 5), ("cifar10/test/airplane/0001.png", 0),
+             ("cifar10/test/airplane/0003.png", 0), ("cifar10/test/cat/0004.png", 3)]
+    tin = ["tin/test/n01443537/a.JPEG", "tin/test/n01443537/b.JPEG", "tin/test/n01484850/c.JPEG"]
+    for relative, _ in cifar:
+        _save_image(images / relative, rng, 32)
+    for relative in tin:
+        _save_image(images / relative, rng, 16)
+    (lists / "test_cifar10.txt").write_text("".join(f"{p} {label}\n" for p, label in cifar))
+    (lists / "test_tin.txt").write_text("".join(f"{p} -1\n" for p in tin))
+    (lists / "imagenetood.txt").write_text("".join(f"{p.split('/', 2)[2]}\n" for p in tin))  # relative to tin/test
+    ordered = sorted(cifar)
+    return WrittenFiles(
+        root,
+        {"test": [p for p, _ in ordered], "tin": sorted(tin)},
+        {"test": np.array([label for _, label in ordered]), "tin": np.full(len(tin), -1)},
+        {"test": {"imglist": "benchmark_imglist/cifar10/test_cifar10.txt", "images": "images_classic"},
+         "tin": {"imglist": "benchmark_imglist/cifar10/test_tin.txt", "images": "images_classic"},
+         "imagenetood": {"imglist": "benchmark_imglist/cifar10/imagenetood.txt", "images": "images_classic/tin/test"}},
+    )
+
+
+def write_imagenet(folder: Path, val: str = "folders", n_train: int = 2, seed: int = 0) -> WrittenFiles:
+    """``ILSVRC2012/`` with train/{wnid}/ for :data:`IMAGENET_WNIDS` (``n_train`` JPEGs each) and val/
+    as class folders (``val="folders"``, one image per class) or flat with ``LOC_val_solution.csv``
+    (``val="flat"``, val images 1..5 of classes 4, 0, 2, 1, 3), plus ``LOC_synset_mapping.txt``."""
+    root = folder / "ILSVRC2012"
+    rng = _rng(seed)
+    train_ids, train_labels = [], []
+    for label, wnid in enumerate(IMAGENET_WNIDS):
+        for i in range(n_train):
+            relative = f"train/{wnid}/{wnid}_{i + 1}.JPEG"
+            _save_image(root / relative, rng)
+            train_ids.append(relative)
+            train_labels.append(label)
+    val_ids, val_labels = [], []
+    if val == "folders":
+        for label, wnid in enumerate(IMAGENET_WNIDS):
+            relative = f"val/{wnid}/ILSVRC2012_val_{label + 1:08d}.JPEG"
+            _save_image(root / relative, rng)
+            val_ids.append(relative)
+            val_labels.append(label)
+    else:
+        rows = ["ImageId,PredictionString"]
+        for i, label in enumerate((4, 0, 2, 1, 3), start=1):
+            image_id = f"ILSVRC2012_val_{i:08d}"
+            _save_image(root / "val" / f"{image_id}.JPEG", rng)
+            wnid = IMAGENET_WNIDS[label]
+            rows.append(f"{image_id},{wnid} 10 12 40 44 {wnid} 1 2 3 4 ")
+            val_ids.append(f"val/{image_id}.JPEG")
+            val_labels.append(label)
+        (root / "LOC_val_solution.csv").write_text("\n".join(rows[:1] + rows[:0:-1]) + "\n")  # rows unsorted
+    write_wnids(root / "LOC_synset_mapping.txt", names=True)
+    return WrittenFiles(root, {"train": train_ids, "test": val_ids},
+                        {"train": np.array(train_labels), "test": np.array(val_labels)}, {})
+
+
+def write_wnid_folders(folder: Path, seed: int = 0) -> WrittenFiles:
+    """``imagenet-r/`` with class folders for 3 of the 5 :data:`IMAGENET_WNIDS` (rendition-prefixed
+    file names, one nested folder) and the class list ``imagenet_wnids.txt`` beside it (option
+    ``wnids``, absolute); ``labels["test"]`` are the labels through that list."""
+    root = folder / "imagenet-r"
+    rng = _rng(seed)
+    files = {"n01443537": ["art_0.jpg", "cartoon_1.jpg"], "n01491361": ["sketch_2.png"],
+             "n01494475": ["toy_3.jpg", "deeper/origami_4.jpg"]}
+    ids = []
+    for wnid, names in files.items():
+        for name in names:
+            _save_image(root / wnid / name, rng)
+            ids.append(f"{wnid}/{name}")
+    (root / "README.txt").write_text("not an image")
+    wnids = write_wnids(folder / "imagenet_wnids.txt")
+    ids.sort()
+    labels = np.array([IMAGENET_WNIDS.index(i.split("/")[0]) for i in ids])
+    return WrittenFiles(root, {"test": ids}, {"test": labels}, {"test": {"wnids": str(wnids)}})
+
+
+def write_imagenet_c(folder: Path, seed: int = 0) -> WrittenFiles:
+    """``ImageNet-C/`` with corruptions gaussian_noise (severities 1 and 5) and fog (severity 3), each
+    holding 4 of the 5 :data:`IMAGENET_WNIDS` (not n01484850) with one or two JPEGs per class."""
+    root = folder / "ImageNet-C"
+    rng = _rng(seed)
+    wnids = [w for w in IMAGENET_WNIDS if w != "n01484850"]
+    ids: dict[str, list[str]] = {}
+    for corruption, severity in (("gaussian_noise", 1), ("gaussian_noise", 5), ("fog", 3)):
+        key = f"{corruption}/{severity}"
+        ids[key] = []
+        for k, wnid in enumerate(wnids):
+            for i in range(1 + k % 2):
+                relative = f"{key}/{wnid}/ILSVRC2012_val_{10 * k + i + 1:08d}.JPEG"
+                _save_image(root / relative, rng)
+                ids[key].append(relative)
+    labels = {key: np.array([IMAGENET_WNIDS.index(i.split("/")[2]) for i in v]) for key, v in ids.items()}
+    return WrittenFiles(root, ids, labels, {"test": {"corruption": "gaussian_noise", "severity": 1}})
+
+
+#: the fixture's ICONIC-444 classes: class_idx -> (class_name, group, category)
+ICONIC_CLASSES = {
+    3: ("almond shell", "nuts", "food"), 10: ("almond blanched", "nuts", "food"),
+    11: ("almond natural", "nuts", "food"), 20: ("almond sliced", "nuts", "food"),
+    21: ("almond diced", "nuts", "food"), 22: ("almond damaged", "nuts", "food"),
+    40: ("almond rancid", "nuts", "food"), 5: ("nuts acorn", "nuts", "food"),
+    6: ("rye flakes", "seeds and kernels", "food"), 430: ("glass shard other", "glass", "non_food"),
+    440: ("coins", "coins", "non_food"), 441: ("wood pellets", "wood", "non_food"),
+}
+ICONIC_ALMOND = (3, 10, 11, 20, 21, 22, 40)  # ID classes of the fixture's almond task (7)
+
+
+def write_iconic444(folder: Path, manifest: str = "csv", seed: int = 0) -> WrittenFiles:
+    """``iconic444/``: manifest (``manifest.csv`` or ``.parquet``), images/{class_idx}/{k}.png, the almond
+    task's train/val/test/near lists and the shared far.txt, ood_val.txt and extreme_textures.txt
+    (external images, label -1, not in the manifest).  Expected ids/labels per list key."""
+    import pandas as pd
+
+    root = folder / "iconic444"
+    rng = _rng(seed)
+    rows, by_class = [], {}
+    for class_idx, (class_name, group, category) in sorted(ICONIC_CLASSES.items()):
+        by_class[class_idx] = []
+        for k in range(4):
+            relative = f"images/{class_idx:03d}/{k}.png"
+            _save_image(root / relative, rng)
+            by_class[class_idx].append(relative)
+            rows.append({"image_id": len(rows), "rel_path": relative, "class_name": class_name,
+                         "class_idx": class_idx, "group": group, "category": category,
+                         "has_manual_defect": "damaged" in class_name, "is_food_grade": category == "food",
+                         "width": 8, "height": 8})
+    table = pd.DataFrame(rows)
+    if manifest == "csv":
+        table.to_csv(root / "manifest.csv", index=False)
+    else:
+        table.to_parquet(root / "manifest.parquet", index=False)
+    reindex = {c: i for i, c in enumerate(sorted(ICONIC_ALMOND))}
+    parts = {"train": slice(0, 2), "val": slice(2, 3), "test": slice(3, 4)}
+    lists = {name: [(p, c) for c in reversed(ICONIC_ALMOND) for p in by_class[c][part]] for name, part in parts.items()}
+    lists["near"] = [(p, c) for c in (5, 6) for p in by_class[c][:3]]
+    lists["far"] = [(p, -1) for c in (430, 440) for p in by_class[c]]
+    lists["ood_val"] = [(p, 441) for p in by_class[441]]
+    textures = [f"extreme/dtd/images/banded/banded_{k:04d}.jpg" for k in (2, 1)]
+    for relative in textures:
+        _save_image(root / relative, rng)
+    lists["extreme_textures"] = [(p, -1) for p in textures]
+    (root / "almond").mkdir()
+    for name, entries in lists.items():
+        path = root / "almond" / f"{name}.txt" if name in ("train", "val", "test", "near") else root / f"{name}.txt"
+        path.write_text("".join(f"{p} {c}\n" for p, c in entries))
+    ids = {"train": sorted(p for p, _ in lists["train"]),
+           "test": sorted(p for p, _ in lists["val"]) + sorted(p for p, _ in lists["test"])}
+    labels = {key: np.array([reindex[int(p.split("/")[1])] for p in v]) for key, v in ids.items()}
+    for name in ("near", "far", "ood_val", "extreme_textures"):
+        ids[name] = sorted(p for p, _ in lists[name])
+        labels[name] = np.full(len(ids[name]), -1)
+    return WrittenFiles(root, ids, labels, {"test": {"task": "almond"}})
+
+
+#: writer and (test split) reader options of every format of csfbench.data.list_readers, for the
+#: tests that run over every registered format
+LIST_FORMAT_WRITERS = {
+    "imglist": write_openood,
+    "imagenet": write_imagenet,
+    "wnid_folders": write_wnid_folders,
+    "imagenet_c": write_imagenet_c,
+    "iconic444": write_iconic444,
+}
+LIST_FORMAT_OPTIONS = {
+    "imglist": {"imglist": "benchmark_imglist/cifar10/test_cifar10.txt", "images": "images_classic"},
+    "imagenet_c": {"corruption": "gaussian_noise", "severity": 1},
+    "iconic444": {"task": "almond"},
+}

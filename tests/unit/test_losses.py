@@ -60,3 +60,42 @@ def test_confidnet_regresses_true_class_probability():
     conf_logit = torch.tensor([0.0, 0.0])                    # sigmoid = 0.5
     expected = ((0.5 - 0.75) ** 2 + (0.5 - 0.5) ** 2) / 2
     assert confidnet_loss(conf_logit, logits, target).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_inverse_frequency_weights_by_hand():
+    from csfbench.training.losses import inverse_frequency_weights
+
+    labels = np.array([0, 0, 0, 1, 2, 2])  # f = (1/2, 1/6, 1/3) -> 1/f = (2, 6, 3), mean 11/3
+    w = inverse_frequency_weights(labels, 3)
+    assert w.dtype == torch.float32
+    assert w.tolist() == pytest.approx([6 / 11, 18 / 11, 9 / 11], rel=1e-6)
+    assert float(w.mean()) == pytest.approx(1.0)
+    assert torch.equal(inverse_frequency_weights(torch.tensor([1, 0, 1, 1]), 2),
+                       inverse_frequency_weights([1, 0, 1, 1], 2))
+    assert inverse_frequency_weights([0, 1, 2], 3).tolist() == [1.0, 1.0, 1.0]  # balanced: plain cross-entropy
+
+
+@pytest.mark.parametrize("labels,n,match", [([0, 0, 2], 3, r"classes \[1\]"), ([0, 3], 3, r"labels \[3\]"),
+                                            ([-1, 0], 2, r"labels \[-1\]"), ([], 2, "non-empty")])
+def test_inverse_frequency_weights_refuse_absent_classes_and_bad_labels(labels, n, match):
+    from csfbench.training.losses import inverse_frequency_weights
+
+    with pytest.raises(ValueError, match=match):
+        inverse_frequency_weights(np.asarray(labels, dtype=np.int64), n)
+
+
+def test_weighted_cross_entropy_equals_torch_and_the_weighted_mean_by_hand():
+    from csfbench.training.losses import cross_entropy, inverse_frequency_weights
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 3, generator=g)
+    target = torch.tensor([0, 0, 0, 1, 2, 2])
+    w = inverse_frequency_weights(target, 3)
+    loss = cross_entropy(logits, target, w)
+    assert torch.allclose(loss, F.cross_entropy(logits, target, weight=w))
+    per_sample = -torch.log_softmax(logits, 1)[torch.arange(6), target]
+    assert loss.item() == pytest.approx(float((w[target] * per_sample).sum() / w[target].sum()), rel=1e-6)
+    assert torch.allclose(cross_entropy(logits, target), F.cross_entropy(logits, target))
+    assert cross_entropy(logits.half(), target, w).dtype == torch.float32
+    with pytest.raises(ValueError, match="2 class weights for 3 logits"):
+        cross_entropy(logits, target, torch.ones(2))

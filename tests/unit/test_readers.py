@@ -15,6 +15,8 @@ from csfbench.errors import DatasetError
 from tests.helpers.format_fixtures import (
     CIFAR100_FINE,
     COARSE_OF_FINE,
+    LIST_FORMAT_OPTIONS,
+    LIST_FORMAT_WRITERS,
     TINY_WNIDS,
     write_cifar10,
     write_cifar100,
@@ -34,8 +36,9 @@ WRITERS = {
     "image_folder": write_image_folder,
     "cifar_c": write_cifar_c,
     "npy": write_npy,
+    **LIST_FORMAT_WRITERS,  # the formats of csfbench.data.list_readers (tested in test_readers_imagenet.py)
 }
-OPTIONS = {"cifar_c": {"corruption": "gaussian_noise", "severity": 1}}
+OPTIONS = {"cifar_c": {"corruption": "gaussian_noise", "severity": 1}, **LIST_FORMAT_OPTIONS}
 
 
 def all_images(dataset) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Registry of the on-disk dataset formats csfbench can read.
 
-Each :class:`Format` names its reader (see :mod:`csfbench.data.readers`), the official splits it
-has, the options its reader takes and the expected on-disk layout.  The layout text lives here
+Each :class:`Format` names its reader (see :mod:`csfbench.data.readers` and, for image lists and
+class-folder trees, :mod:`csfbench.data.list_readers`), the official splits it has, the options its
+reader takes and the expected on-disk layout.  The layout text lives here
 only.  The dependency goes one way: this module imports the readers, which know nothing of it.
 :meth:`Format.reader` and :meth:`Format.check_files` are the only places where a reader's
 :class:`~csfbench.data.readers.ReaderError` (path and problem) becomes a
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from csfbench.data import readers
+from csfbench.data import list_readers, readers
 from csfbench.data.base import ImageSet
 from csfbench.data.readers import ReaderError, require_directory
 from csfbench.errors import DatasetError
@@ -24,11 +25,12 @@ from csfbench.errors import DatasetError
 class Format:
     """One on-disk format, registered under ``key``.
 
-    ``read`` is its reader in :mod:`csfbench.data.readers`, called only on a checked request.
-    ``splits`` are the official splits a reader accepts; an empty tuple means the format holds a
-    single unnamed split and the ``split`` argument is ignored.  ``options`` are the keyword
-    options the reader requires (no others are accepted).  ``labelled`` is False where every
-    sample gets label ``-1`` (semantic shift, no label of any source).
+    ``read`` is its reader in :mod:`csfbench.data.readers` or :mod:`csfbench.data.list_readers`,
+    called only on a checked request.  ``splits`` are the official splits a reader accepts; an
+    empty tuple means the format holds a single unnamed split and the ``split`` argument is
+    ignored.  ``options`` are the keyword options the reader requires, ``optional`` those it may
+    take (no others are accepted).  ``labelled`` is False where every sample gets label ``-1``
+    (semantic shift, no label of any source).
     """
 
     key: str
@@ -37,6 +39,7 @@ class Format:
     splits: tuple[str, ...]
     labelled: bool
     options: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
 
     def reader(self, root: str | Path, split: str, name: str, **options: object) -> ImageSet:
         """Read the official ``split`` of the dataset ``name`` under ``root``.
@@ -78,9 +81,11 @@ class Format:
         if self.splits and split not in self.splits:
             raise ReaderError(root, f"unknown split '{split}'; format '{self.key}' has splits {list(self.splits)}")
         missing = [key for key in self.options if key not in options]
-        unknown = sorted(set(options) - set(self.options))
+        unknown = sorted(set(options) - set(self.options) - set(self.optional))
         if missing or unknown:
-            problem = f"format '{self.key}' takes options {list(self.options)}; missing {missing}, unknown {unknown}"
+            optional = f" and optional {list(self.optional)}" if self.optional else ""
+            problem = (f"format '{self.key}' takes options {list(self.options)}{optional}; "
+                       f"missing {missing}, unknown {unknown}")
             raise ReaderError(root, problem)
 
 
@@ -187,7 +192,95 @@ splits: train, test
         labelled=True,
     ),
 )
-FORMATS: dict[str, Format] = {spec.key: spec for spec in _FORMATS}
+_LIST_FORMATS = (
+    Format(
+        key="imglist",
+        read=list_readers.read_imglist,
+        expected_layout="""
+{root}/{imglist}   an OpenOOD v1.5 image list (e.g. benchmark_imglist/imagenet/test_ninco.txt)
+  one image per line: 'relative/path label' or 'relative/path', paths relative to {root}/{images}
+  label: an integer >= -1; -1 or no label = no label of the source (OOD lists, imagenetood.txt)
+{root}/{images}/relative/path   every listed image (OpenOOD: images_classic/, images_largescale/)
+options: imglist (the list; absolute or relative to {root}); optional: images (default {root}),
+  expect {n_images, n_classes (distinct folders of the paths), sha256 (of the list)}
+  e.g. ImageNet-OOD: imagenetood.txt over the ImageNet-21K-P train root, n_images 31802, n_classes 637
+one split (the split argument is ignored); ids = the listed paths, sorted
+""",
+        splits=(),
+        labelled=True,
+        options=("imglist",),
+        optional=("images", "expect"),
+    ),
+    Format(
+        key="imagenet",
+        read=list_readers.read_imagenet,
+        expected_layout="""
+{root}/ = the ILSVRC-2012 folder holding train/ and val/ (Kaggle: ILSVRC/Data/CLS-LOC/):
+  train/{wnid}/*.JPEG             split "train", one folder per class (1000)
+  val/{wnid}/*.JPEG               split "test" (the official val split, 50000 images), or flat:
+  val/*.JPEG + LOC_val_solution.csv   header 'ImageId,PredictionString'; rows
+                                  'ILSVRC2012_val_00000001,n01751748 x0 y0 x1 y1 ...' (label = first wnid)
+label = line index of the wnid in option wnids (one wnid per line, optionally followed by names:
+  LOC_synset_mapping.txt), else its index among the sorted class folders of train/ (of val/ without train/)
+optional options: wnids, val_solution (default {root}/LOC_val_solution.csv); paths absolute or relative to {root}
+""",
+        splits=("train", "test"),
+        labelled=True,
+        optional=("wnids", "val_solution"),
+    ),
+    Format(
+        key="wnid_folders",
+        read=list_readers.read_wnid_folders,
+        expected_layout="""
+{root}/{class}/**/*.{jpg,jpeg,png,...}   one folder per class, no image outside them
+with option wnids (one wnid per line; label = line index, e.g. the sorted 1000 ImageNet wnids):
+  folders named by wnids of that list: ImageNet-R (imagenet-r/, 200 folders), ImageNet-Sketch (sketch/)
+without wnids: any folder names, label -1: ImageNet-OOD ({wnid}/ of its 637 classes), SSB-hard
+  (ssb_hard/), NINCO (NINCO_OOD_classes/), Textures (dtd/images/)
+optional options: wnids (absolute or relative to {root}), expect {n_images, n_classes (class folders)}
+  e.g. ImageNet-OOD: n_images 31802, n_classes 637
+one split (the split argument is ignored); ids = paths relative to {root}, sorted
+""",
+        splits=(),
+        labelled=True,
+        optional=("wnids", "expect"),
+    ),
+    Format(
+        key="imagenet_c",
+        read=list_readers.read_imagenet_c,
+        expected_layout="""
+{root}/ = the extracted ImageNet-C directory:
+  {corruption}/{severity}/{wnid}/*.JPEG   e.g. gaussian_noise/5/n01440764/ILSVRC2012_val_00000293.JPEG
+options: corruption (folder name), severity (1..5); optional: wnids (label = line index;
+  default: index among the sorted wnid folders of that severity folder); split "test" only
+ids = {corruption}/{severity}/{wnid}/{file}, sorted
+""",
+        splits=("test",),
+        labelled=True,
+        options=("corruption", "severity"),
+        optional=("wnids",),
+    ),
+    Format(
+        key="iconic444",
+        read=list_readers.read_iconic444,
+        expected_layout="""
+{root}/manifest.csv (or manifest.parquet): one row per image, columns image_id, rel_path,
+  class_name, class_idx (0..443), group, category, has_manual_defect, is_food_grade, width, height
+{root}/{task}/train.txt, val.txt, test.txt, near.txt   task: almond, wheat, kernels, food_grade
+{root}/far.txt, ood_val.txt, extreme_{imagenet,inaturalist,places365,textures}.txt, synthetic_{type}.txt
+each list: lines 'rel_path class_idx' (-1 allowed in OOD lists), rel_path relative to {root}
+options: task; optional: ood (near, or the stem of a shared list: far, ood_val, ...)
+split "train" = train.txt; split "test" = val.txt then test.txt (val_size = val lines);
+  ID labels re-indexed 0..C-1 by ascending class_idx of train.txt (C = 7, 12, 29, 324)
+with ood: split "test" only, labels -1, no ID class of the task
+""",
+        splits=("train", "test"),
+        labelled=True,
+        options=("task",),
+        optional=("ood",),
+    ),
+)
+FORMATS: dict[str, Format] = {spec.key: spec for spec in _FORMATS + _LIST_FORMATS}
 
 
 def open_dataset(fmt: str, root: str | Path, split: str, name: str, **options: object) -> ImageSet:

@@ -52,7 +52,8 @@ class ReaderError(CsfbenchError):
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared checks: every failure raises a ReaderError.
+# Shared checks: every failure raises a ReaderError.  ``require_directory``, ``require_file``,
+# ``load_file`` and ``is_image_file`` are also used by :mod:`csfbench.data.list_readers`.
 
 
 def require_directory(path: Path) -> Path:
@@ -63,16 +64,17 @@ def require_directory(path: Path) -> Path:
     return path
 
 
-def _require_file(path: Path) -> Path:
+def require_file(path: Path) -> Path:
+    """``path`` if it is a file, else a ReaderError."""
     if not path.is_file():
         problem = "a directory found where a file was expected" if path.exists() else "file not found"
         raise ReaderError(path, problem)
     return path
 
 
-def _load(path: Path, load: Callable[[Path], T], what: str) -> T:
+def load_file(path: Path, load: Callable[[Path], T], what: str) -> T:
     """``load(path)`` on an existing file; any failure to parse it becomes a ReaderError."""
-    _require_file(path)
+    require_file(path)
     try:
         return load(path)
     except Exception as exc:  # pickle/.npy/.mat parsers raise many unrelated types on corrupt input
@@ -104,7 +106,8 @@ def _ids(prefix: str, indices: np.ndarray) -> np.ndarray:
     return np.char.add(f"{prefix}:", np.asarray(indices).astype(str))
 
 
-def _is_image(path: Path) -> bool:
+def is_image_file(path: Path) -> bool:
+    """Whether ``path`` has an image extension (:data:`IMAGE_EXTENSIONS`, case ignored)."""
     return path.suffix.lower() in IMAGE_EXTENSIONS
 
 
@@ -158,7 +161,7 @@ def _unpickle(path: Path) -> object:
 
 def _cifar_dict(path: Path, keys: tuple[bytes, ...]) -> dict[bytes, object]:
     """Unpickle one CIFAR file and check that it is a dict holding ``keys``."""
-    content = _load(path, _unpickle, "python pickle")
+    content = load_file(path, _unpickle, "python pickle")
     if not isinstance(content, dict):
         raise ReaderError(path, f"expected a pickled dict, got {type(content).__name__}")
     missing = [key for key in keys if key not in content]
@@ -185,7 +188,7 @@ def _cifar_batch(
 
 def _cifar_split(name: str, root: Path, files: tuple[str, ...], label_key: bytes, n_classes: int) -> ArrayImageSet:
     """The batches ``files`` of ``root`` one after the other, with the labels under ``label_key``."""
-    paths = [_require_file(root / file) for file in files]
+    paths = [require_file(root / file) for file in files]
     batches = [_cifar_batch(path, (label_key,), (n_classes,)) for path in paths]
     return ArrayImageSet(
         name=name,
@@ -229,7 +232,7 @@ def read_supercifar100(root: Path, split: str, name: str) -> ImageSet:
     start by the caller).  Images 32×32 RGB uint8, ids ``"{file}:{index}"``.
     """
     files = ("train",) if split == "train" else ("train", "test")
-    paths = [_require_file(root / file) for file in files]
+    paths = [require_file(root / file) for file in files]
     meta_path = root / "meta"
     meta = _cifar_dict(meta_path, (b"fine_label_names", b"coarse_label_names"))
     fine_names = _names(meta_path, meta, b"fine_label_names")
@@ -256,7 +259,7 @@ def read_supercifar100(root: Path, split: str, name: str) -> ImageSet:
 
 
 def _wnids(root: Path) -> list[str]:
-    path = _require_file(root / "wnids.txt")
+    path = require_file(root / "wnids.txt")
     wnids = [line.strip() for line in path.read_text().splitlines() if line.strip()]
     if not wnids or len(set(wnids)) != len(wnids):
         raise ReaderError(path, f"expected distinct WordNet ids, one per line; got {len(wnids)} lines")
@@ -268,7 +271,7 @@ def _tiny_train(root: Path, wnids: list[str]) -> list[tuple[str, int]]:
     samples = []
     for label, wnid in enumerate(wnids):
         folder = require_directory(root / "train" / wnid / "images")
-        files = [p for p in folder.iterdir() if _is_image(p)]
+        files = [p for p in folder.iterdir() if is_image_file(p)]
         if not files:
             raise ReaderError(folder, f"no images for class '{wnid}'")
         samples += [(p.relative_to(root).as_posix(), label) for p in files]
@@ -278,7 +281,7 @@ def _tiny_train(root: Path, wnids: list[str]) -> list[tuple[str, int]]:
 def _tiny_val(root: Path, wnids: list[str]) -> list[tuple[str, int]]:
     """(relative path, label) of every val image listed in ``val_annotations.txt``."""
     folder = require_directory(root / "val" / "images")
-    path = _require_file(root / "val" / "val_annotations.txt")
+    path = require_file(root / "val" / "val_annotations.txt")
     label_of = {wnid: label for label, wnid in enumerate(wnids)}
     samples = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
@@ -318,13 +321,13 @@ def read_svhn(root: Path, split: str, name: str) -> ImageSet:
     Ids ``"{file}:{index}"``.
     """
     path = root / f"{split}_32x32.mat"
-    header = {var: (shape, cls) for var, shape, cls in _load(path, scipy.io.whosmat, "MATLAB file")}
+    header = {var: (shape, cls) for var, shape, cls in load_file(path, scipy.io.whosmat, "MATLAB file")}
     x_shape, x_class = header.get("X", ((), "missing"))
     y_shape = header.get("y", ((), "missing"))[0]
     n = x_shape[-1] if len(x_shape) == 4 else -1
     if x_shape[:3] != (CIFAR_SIDE, CIFAR_SIDE, 3) or x_class != "uint8" or tuple(y_shape) != (n, 1):
         raise ReaderError(path, f"expected X 32x32x3xN uint8 and y Nx1, got X {x_shape} {x_class}, y {y_shape}")
-    content = _load(path, lambda p: scipy.io.loadmat(p, variable_names=["X", "y"]), "MATLAB file")
+    content = load_file(path, lambda p: scipy.io.loadmat(p, variable_names=["X", "y"]), "MATLAB file")
     labels = _check_labels(path, content["y"].ravel().astype(np.int64), n, 1, SVHN_DIGIT_ZERO)
     labels[labels == SVHN_DIGIT_ZERO] = 0
     images = np.ascontiguousarray(content["X"].transpose(3, 0, 1, 2))
@@ -340,7 +343,7 @@ def read_image_folder(root: Path, split: str, name: str) -> ImageSet:
 
     ``split`` is ignored (one split).  Images are decoded to RGB uint8 H×W×3 on access.
     """
-    paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if _is_image(p) and p.is_file())
+    paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if is_image_file(p) and p.is_file())
     if not paths:
         raise ReaderError(root, f"no image files (extensions {sorted(IMAGE_EXTENSIONS)}, any case)")
     return FileImageSet(name, root, np.full(len(paths), -1), np.array(paths))
@@ -366,11 +369,11 @@ def read_cifar_c(root: Path, split: str, name: str, *, corruption: object, sever
     if not isinstance(corruption, str) or not path.is_file():
         available = sorted(p.stem for p in root.glob("*.npy") if p.stem != "labels")
         raise ReaderError(path, f"unknown corruption {corruption!r}; available: {available}")
-    images = _check_images(path, _load(path, _mmap, ".npy array"), CIFAR_SIDE)
+    images = _check_images(path, load_file(path, _mmap, ".npy array"), CIFAR_SIDE)
     if len(images) % N_SEVERITIES:
         raise ReaderError(path, f"{len(images)} rows is not {N_SEVERITIES} severities of equal size")
     labels_path = root / "labels.npy"
-    labels = _load(labels_path, _mmap, ".npy array")
+    labels = load_file(labels_path, _mmap, ".npy array")
     if labels.shape != (len(images),):
         problem = f"expected {len(images)} labels (one per row of {path.name}), got shape {labels.shape}"
         raise ReaderError(labels_path, problem)
@@ -387,8 +390,8 @@ def read_npy(root: Path, split: str, name: str) -> ImageSet:
     """
     folder = require_directory(root / split)
     images_path, labels_path = folder / "images.npy", folder / "labels.npy"
-    _require_file(labels_path)  # both files are known to exist before either is opened
-    images = _check_images(images_path, _load(images_path, _mmap, ".npy array"))
-    labels = _load(labels_path, _mmap, ".npy array")
+    require_file(labels_path)  # both files are known to exist before either is opened
+    images = _check_images(images_path, load_file(images_path, _mmap, ".npy array"))
+    labels = load_file(labels_path, _mmap, ".npy array")
     labels = _check_labels(labels_path, labels, len(images), -1, np.iinfo(np.int64).max)
     return ArrayImageSet(name, images, labels, np.arange(len(images)).astype(str))

@@ -1,15 +1,54 @@
-"""Training losses of the paradigms (Claros-Olivares & Brockmeier, App. A.2).
+"""Training losses of the paradigms (Claros-Olivares & Brockmeier, App. A.2) and the (class-weighted)
+cross-entropy of the ICONIC-444 recipes (Krumpl, Avenhaus & Possegger, "ICONIC-444: ...", arXiv 2601.10802, 2026).
 
-All return a scalar mean over the batch.
+All return a scalar mean over the batch (the class-weighted cross-entropy: the weighted mean, see
+:func:`cross_entropy`).
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 _EPS = 1e-12
+
+
+def inverse_frequency_weights(labels, n_classes: int) -> torch.Tensor:
+    """ICONIC-444's class weights: w_c ∝ 1/f_c (f_c = the frequency of class c in the training labels),
+    renormalised to mean 1 over the ``n_classes`` classes; float32 tensor of length ``n_classes``.
+
+    ``labels`` are integer class indices 0..C−1 (array, list or tensor).  A class without any training label
+    (infinite weight) or a label outside 0..C−1 raises ``ValueError`` naming it.
+    """
+    y = np.asarray(labels.cpu() if isinstance(labels, torch.Tensor) else labels).reshape(-1)
+    if y.size == 0 or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"class weights need a non-empty integer label vector, got dtype {y.dtype} size {y.size}")
+    bad = np.unique(y[(y < 0) | (y >= n_classes)])
+    if bad.size:
+        raise ValueError(f"labels {bad.tolist()} are outside 0..{n_classes - 1}")
+    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+    absent = np.flatnonzero(counts == 0)
+    if absent.size:
+        raise ValueError(f"classes {absent.tolist()} have no training label: their weight 1/f_c is infinite")
+    inv = 1.0 / counts  # ∝ 1/f_c: the common factor 1/N cancels in the normalisation
+    return torch.from_numpy(inv / inv.mean()).float()
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor,
+                  class_weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Cross-entropy of ``logits`` (N×C, computed in float32) against ``target`` (N class indices).
+
+    With ``class_weights`` (length C, e.g. :func:`inverse_frequency_weights`) it is the class-weighted
+    cross-entropy of the ICONIC-444 recipes in PyTorch's reduction (``nn.CrossEntropyLoss(weight=w)``):
+    Σ_i w_{y_i}·ℓ_i / Σ_i w_{y_i}, the weighted mean.
+    """
+    if class_weights is not None:
+        class_weights = class_weights.to(device=logits.device, dtype=torch.float32)
+        if class_weights.shape != (logits.shape[-1],):
+            raise ValueError(f"{class_weights.numel()} class weights for {logits.shape[-1]} logits")
+    return F.cross_entropy(logits.float(), target, weight=class_weights)
 
 
 def deep_gamblers_loss(logits: torch.Tensor, target: torch.Tensor, reward: float) -> torch.Tensor:
