@@ -39,6 +39,7 @@ include: "rules/proximity.smk"
 include: "rules/shifts.smk"
 include: "rules/adversarial.smk"
 include: "rules/projnorm.smk"
+include: "rules/conformal.smk"
 include: "rules/aggregate.smk"
 include: "rules/ranking.smk"
 include: "rules/figures.smk"
@@ -55,4 +56,5 @@ rule all:
         figures=targets.figure_targets(config),
         nc_tables=nc_tables(),
         proximity_tables=proximity_outputs(),
+        conformal=conformal_outputs(),
     localrule: True

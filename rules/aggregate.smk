@@ -6,6 +6,8 @@
 rule aggregate_results:
     input:
         metrics=all_metric_files(),
+        # scheme `conformal` rows (rules/conformal.smk)
+        conformal=conformal_metric_files(),
         # the resolved near/mid/far regimes of the semantic OOD sets (rules/proximity.smk)
         regimes=[paths.proximity_regimes(source) for source in proximity_sources()],
     output:

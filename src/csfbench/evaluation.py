@@ -8,17 +8,39 @@ Which schemes apply (Claros-Olivares & Brockmeier, §4.1; Yang et al., ICLR 2024
 MC-dropout variants are judged against the MC-mean prediction's correctness (``mcd`` = True rows).
 Metrics undefined for a set (e.g. AUROC when nothing fails) are omitted by
 :func:`csfbench.metrics.evaluate`, which logs why.
+
+Conformal rows (:func:`conformal_rows`, scheme ``conformal``; Novello, Dalmau & Andéol, arXiv 2403.11532):
+ID calibration confidences against every sample of a shifted set, OOD = positive.  Their metrics are
+``auroc``, ``fpr95_failure_positive`` and ``fpr99_failure_positive`` (classical, on the calibration set) and
+the same names followed by ``@{method}@{delta}`` for the calibration-conditional corrections; the rows also
+fill the columns :data:`CONFORMAL_COLUMNS`, which are empty (null) in every other row.
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from csfbench.metrics import build_scheme, evaluate
+from csfbench.metrics.conformal import band_metrics
 from csfbench.specs import EvalSet, ModelSpec
 
 COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "mcd", "csf", "variant", "tuning_protocol",
            "dataset", "shift_type", "regime", "scheme", "split", "metric", "value"]
 SHIFT_SCHEMES = ("correct_vs_ood", "newclass", "failure")
+#: attributes of a conformal row (not part of a row's key: the metric name holds method and δ)
+CONFORMAL_COLUMNS = ["delta", "conformal_method", "n_cal", "calibration"]
+CONFORMAL_SCHEME = "conformal"
+#: conformal metric name of FPR@TPRβ: the classical metric of the same meaning (OOD = failure = positive)
+FPR_METRIC = {0.95: "fpr95_failure_positive", 0.99: "fpr99_failure_positive"}
+
+
+def conformal_metric(base: str, method: str, delta: float) -> str:
+    """The metric name of a conformal correction, e.g. ``auroc@mc_gamma0@0.05``."""
+    return f"{base}@{method}@{delta:g}"
+
+
+def base_metric(metric: str) -> str:
+    """The classical metric a (conformal) metric name corrects: ``auroc@dkwm@0.05`` -> ``auroc``."""
+    return metric.split("@", 1)[0]
 
 
 def schemes_for(eval_set: EvalSet) -> tuple[str, ...]:
@@ -59,3 +81,32 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
                                  "tuning_protocol": protocols.get((csf, variant)), "scheme": scheme,
                                  "metric": metric, "value": float(value)})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def conformal_rows(spec: ModelSpec, eval_set: EvalSet, calibration: dict, scores: dict, bands: dict,
+                   tprs: tuple[float, ...], calibration_name: str, protocols: dict) -> pd.DataFrame:
+    """Conformal rows of one shifted set: per mode and CSF variant, the classical AUROC and FPR@TPRβ of the ID
+    calibration confidences against the set's, and their corrections by every band.
+
+    ``calibration`` and ``scores``: {mode: {(csf, variant): confidences}} of the calibration samples and of the
+    set; ``bands``: {(method, δ): band array for n = the calibration size}; ``protocols``: {(mcd flag, csf,
+    variant): tuning protocol} (the classical metric rows' column).
+    """
+    base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
+    base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime, split="test",
+                scheme=CONFORMAL_SCHEME, calibration=calibration_name)
+    rows = []
+    for mode, per_variant in scores.items():
+        for (csf, variant), conf in sorted(per_variant.items()):
+            id_conf = calibration[mode][(csf, variant)]
+            common = {**base, "mcd": mode == "mcd", "csf": csf, "variant": variant, "n_cal": len(id_conf),
+                      "tuning_protocol": protocols.get((mode == "mcd", csf, variant))}
+            for number, ((method, delta), band) in enumerate(sorted(bands.items())):
+                values = band_metrics(id_conf, conf, band, tprs)
+                for key, (classical, conformal) in values.items():
+                    name = "auroc" if key == "auroc" else FPR_METRIC[float(key.split("@")[1])]
+                    if number == 0:
+                        rows.append({**common, "metric": name, "value": classical, "conformal_method": "none"})
+                    rows.append({**common, "metric": conformal_metric(name, method, delta), "value": conformal,
+                                 "conformal_method": method, "delta": delta})
+    return pd.DataFrame(rows, columns=COLUMNS + CONFORMAL_COLUMNS)

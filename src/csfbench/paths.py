@@ -76,6 +76,22 @@ def network_fit(source: str = _S, model: str = _M) -> str:
     return f"{RESULTS}/network_csf/{source}/{model}/fit.h5"
 
 
+# ---- conformal evaluation (rules/conformal.smk)
+def conformal_band(n="{n}", delta="{delta}", method="{method}", n_mc="{n_mc}", seed="{seed}") -> str:
+    """A correction band b_1..b_n (``.npy``), one file per key (n, δ, method, Monte-Carlo size, seed)."""
+    return f"{RESULTS}/conformal/bands/{method}_n{n}_delta{delta}_mc{n_mc}_seed{seed}.npy"
+
+
+def conformal_metrics(source: str = _S, model: str = _M) -> str:
+    """Metric rows of scheme ``conformal`` of every CSF variant of a model (all fit groups)."""
+    return f"{RESULTS}/metrics/{source}/{model}/conformal.parquet"
+
+
+def prediction_sets(source: str = _S, model: str = _M) -> str:
+    """Mean set size and coverage of a model's conformal prediction sets per score, method and α."""
+    return f"{RESULTS}/conformal/{source}/{model}/prediction_sets.parquet"
+
+
 # ---- geometry, proximity
 def nc_records(source: str = _S, model: str = _M) -> str:
     return f"{RESULTS}/geometry/{source}/{model}/nc.csv"
@@ -160,5 +176,5 @@ MANIFEST_PATTERNS = (
     "models/**/checkpoint.pt", "models/**/history.csv", "pretrained/*.safetensors", "features/**/*.h5",
     "csf/**/fit.h5", "scores/**/*.h5", "metrics/**/*.parquet", "results.parquet", "tables/**/*",
     "data/shifts/**/*.npy", "data/adversarial/**/*.npy", "geometry/**/*.csv", "proximity/**/*",
-    "projnorm/**/*", "network_csf/**/*.h5",
+    "projnorm/**/*", "network_csf/**/*.h5", "conformal/**/*",
 )

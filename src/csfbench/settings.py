@@ -17,6 +17,7 @@ import jsonschema
 import yaml
 
 from csfbench.errors import ConfigError, ConfigFileError
+from csfbench.metrics.conformal import ASYMPTOTIC_METHODS, MIN_N_ASYMPTOTIC
 
 SCHEMA_PATH = Path(__file__).with_name("schema.yaml")  # symlink to config/schema.yaml
 SPLITS = ("train", "val", "test")
@@ -136,6 +137,7 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
         raise ConfigError(_key_path(err), _describe_expected(err), _found(err), origin)
     _check_source_training(config, origin)
     _check_references(config, origin)
+    _check_conformal(config["conformal"], origin)
     if rules is not None:
         _check_resource_rules(config["resources"], sorted(rules), origin)
     return config
@@ -272,6 +274,20 @@ def _check_ood_validation(config: dict, origin: str) -> None:
                 raise ConfigError(f"csf/tuning/ood_validation/{source}", "the OOD validation set of source "
                                   f"{source!r} (a dataset of {sorted(datasets)}): the grid protocol tunes on it", None,
                                   origin)
+
+
+def _check_conformal(conformal: dict, origin: str) -> None:
+    """The calibration set of the conformal rows is data no CSF was fitted on (so not the ID validation split,
+    on which temperatures, projection variances and hyper-parameters are fitted), large enough for its bands."""
+    calibration = conformal["calibration"]
+    if calibration["split"] == "val":
+        raise ConfigError("conformal/calibration/split", "'test' (a held-out part of the ID test split): every CSF is "
+                          "fitted or tuned on the ID validation split, and calibrating on it would break the "
+                          "guarantee", "val", origin)
+    asymptotic = sorted(set(conformal["methods"]) & set(ASYMPTOTIC_METHODS))
+    if asymptotic and calibration["n_cal"] < MIN_N_ASYMPTOTIC:
+        raise ConfigError("conformal/calibration/n_cal", f"at least {MIN_N_ASYMPTOTIC} for the band(s) {asymptotic} "
+                          "(their c_n needs log log log n >= 0)", calibration["n_cal"], origin)
 
 
 def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:

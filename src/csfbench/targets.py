@@ -54,6 +54,16 @@ def rc_inputs(config: dict, source: str) -> list[str]:
     return [paths.scores(source, rc_model(config, source), g) for g in groups]
 
 
+def conformal_figure_scores(config: dict, source: str) -> str:
+    """The scores file of the conformal ROC figure: the source's first model, the fit group of
+    ``conformal.figure.csf`` (fit group ``network`` for a network-pass CSF)."""
+    csf = config["conformal"]["figure"]["csf"]
+    group = paths.NETWORK_GROUP if csf in config["network_csf"]["methods"] else group_of(parse_variant(csf)[1])
+    if group != paths.NETWORK_GROUP and group not in config["csf"]["groups"]:
+        raise ValueError(f"conformal.figure.csf: {csf!r} needs the fit group {group!r}, which is not in csf.groups")
+    return paths.scores(source, str(grid.model_ids(config, source)[0]), group)
+
+
 def figure_targets(config: dict) -> list[str]:
     """The final outputs of the figure rules (for rule all), the Conover heatmap included."""
     return ([paths.figure(f"top_cliques_{b}.png") for b in config["backbones"]]

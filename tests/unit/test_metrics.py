@@ -394,6 +394,9 @@ def test_evaluate_all_metrics():
     assert got["aurc"] == m.aurc(conf, res) and got["e_augrc"] == m.e_augrc(conf, res)
     assert got["fpr95"] == m.fpr_at_tpr(conf, res, 0.95, "success")
     assert got["fpr95_failure_positive"] == m.fpr_at_tpr(conf, res, 0.95, "failure")
+    assert got["fpr99"] == m.fpr_at_tpr(conf, res, 0.99, "success")
+    assert got["fpr99_failure_positive"] == m.fpr_at_tpr(conf, res, 0.99, "failure")
+    assert got["fpr99"] >= got["fpr95"] and got["fpr99_failure_positive"] >= got["fpr95_failure_positive"]
     assert got["ece"] == m.ece(conf, res) and got["mce"] == m.mce(conf, res)
     assert all(0.0 <= v <= 1.0 for k, v in got.items() if k != "e_aurc")
 
@@ -409,7 +412,7 @@ def test_evaluate_omits_undefined_metrics_with_warning(caplog):
         got = m.evaluate(d)
     assert set(got) == {"aurc", "augrc", "e_aurc", "e_augrc", "ece", "mce"}
     assert got["aurc"] == 0.0 and got["augrc"] == 0.0
-    for name in ("auroc", "fpr95", "fpr95_failure_positive", "aupr_in", "aupr_out"):
+    for name in ("auroc", "fpr95", "fpr95_failure_positive", "fpr99", "fpr99_failure_positive", "aupr_in", "aupr_out"):
         assert any(name in r.getMessage() and "no failures" in r.getMessage() for r in caplog.records)
     wrong = m.evaluate(m.build_scheme("correct_vs_ood", [0.9], [0], [0.4, 0.2]))  # only the shifted set remains
     assert set(wrong) == {"aurc", "augrc", "e_aurc", "e_augrc", "ece", "mce"}

@@ -5,6 +5,7 @@ import subprocess
 import time
 
 import h5py
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -111,6 +112,49 @@ def test_network_pass_csfs_join_the_scores_metrics_and_results(micro_run):
     assert ranked and all(names <= set(mean_ranks) for mean_ranks in ranked)  # ranked like every other CSF
 
 
+def test_conformal_stage_writes_bands_rows_prediction_sets_and_report_files(micro_run):
+    """rules/conformal.smk: one band file per (n, delta, method), scheme `conformal` rows of every CSF variant
+    and shifted set in the results table (conformal FPR >= classical, AUROC <=), prediction sets per model and
+    the report's figure and tables."""
+    workdir, _, _ = micro_run
+    config = load_config(MICRO)
+    settings = config["conformal"]
+    n_cal = settings["calibration"]["n_cal"]
+    for method in settings["methods"]:
+        band = np.load(workdir / paths.conformal_band(n_cal, settings["delta"][0], method, settings["n_mc"],
+                                                      settings["seed"]))
+        assert band.shape == (n_cal,) and (np.diff(band) >= 0).all()
+    results = pd.read_parquet(workdir / "results/results.parquet")
+    rows = results[results["scheme"] == "conformal"]
+    assert set(rows["calibration"]) == {"test"} and set(rows["n_cal"]) == {n_cal}
+    assert results.loc[results["scheme"] != "conformal", "conformal_method"].isna().all()
+    for source, model in iter_models(config):
+        mine = rows[(rows["backbone"] == model.backbone) & (rows["paradigm"] == model.paradigm)]
+        shifted = {d for d in scored_datasets(config, source, model) if d not in ("val", "test")}
+        assert set(mine["dataset"]) == shifted
+        other = results[(results["scheme"] == "newclass") & (results["backbone"] == model.backbone)
+                        & (results["paradigm"] == model.paradigm)]
+        assert set(zip(mine["csf"], mine["variant"])) == set(zip(other["csf"], other["variant"]))
+        key = ["mcd", "csf", "variant", "dataset"]
+        for base in ("auroc", "fpr95_failure_positive", "fpr99_failure_positive"):
+            classical = mine[mine["metric"] == base].set_index(key)["value"]
+            for method in settings["methods"]:
+                corrected = mine[mine["metric"] == f"{base}@{method}@0.05"].set_index(key)["value"]
+                assert len(corrected) == len(classical) > 0
+                worse = corrected.loc[classical.index] - classical
+                assert ((worse <= 1e-12) if base == "auroc" else (worse >= -1e-12)).all()
+        table = pd.read_parquet(workdir / paths.prediction_sets(source, str(model)))
+        assert set(table["score"]) == set(settings["prediction_sets"]["scores"])
+        assert table["coverage"].between(0, 1).all() and (table["size"] >= 1).all()
+    for source in config["sources"]:
+        assert (workdir / paths.figure(f"conformal_{source}.png")).stat().st_size > 10_000
+        table1 = pd.read_csv(workdir / paths.table(f"conformal_table1_{source}.csv"), index_col=0)
+        assert "MSR" in table1.index and "near auroc conformal" in table1.columns
+        assert (table1["near auroc conformal"] <= table1["near auroc"] + 1e-12).all()
+        table2 = pd.read_csv(workdir / paths.table(f"conformal_table2_{source}.csv"), index_col=0)
+        assert set(table2.index) == set(settings["prediction_sets"]["scores"])
+
+
 def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     workdir, _, _ = micro_run
     config = yaml.safe_load(MICRO.read_text())
@@ -122,7 +166,7 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     # embeddings and regimes are redone (one job each per source), the NC records are not
     assert scheduled_jobs(workdir, extended) == {
         "index_dataset": 1, "extract_features": 3, "score_csf": 9, "aggregate_results": 1, "all": 1,
-        "network_csf": 3,
+        "network_csf": 3, "conformal_metrics": 3, "conformal_report": 1,
         "proximity_embed": 1, "proximity_regimes": 1,
         # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
         "rank_csfs": 1, "conover_heatmap": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,

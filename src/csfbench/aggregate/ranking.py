@@ -8,7 +8,7 @@ entities are the CSF variants
 is ``none``); its blocks are the ``blocks`` columns (default dataset × paradigm × metric, the
 paper-time Figure 1 design; add ``run`` for the worked example's design), with the runs averaged
 inside a block when ``run`` is not a block column. Lower metric value = better (AUGRC, AURC, ...),
-unless the metric is in :data:`csfbench.aggregate.selection.HIGHER_IS_BETTER`; a group mixes only
+unless :func:`csfbench.aggregate.selection.higher_is_better`; a group mixes only
 metrics of one orientation.
 
 Regimes: ``test`` (the ID test set, misclassification), the semantic regimes ``near``/``mid``/``far``
@@ -39,7 +39,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from csfbench.aggregate.selection import HIGHER_IS_BETTER, selected_rows
+from csfbench.aggregate.selection import higher_is_better, selected_rows
+from csfbench.evaluation import base_metric
 from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def ranking_settings(section: dict) -> dict[str, Any]:
     if unknown or not settings["blocks"]:
         raise ValueError(f"ranking.blocks: expected a non-empty list of {list(_BLOCK_COLUMNS)}, got {settings['blocks']}")
     for group, metrics in settings["metric_groups"].items():
-        orientations = {m in HIGHER_IS_BETTER for m in metrics}
+        orientations = {higher_is_better(m) for m in metrics}
         if not metrics or len(orientations) != 1:
             raise ValueError(f"ranking.metric_groups.{group}: expected metrics of one orientation, got {metrics}")
     return settings
@@ -143,11 +144,13 @@ def selected_ranked_rows(table: pd.DataFrame, settings: dict, metrics: Iterable[
     """:func:`ranked_rows` of the validation-selected rows of ``metrics`` (default: every group's metrics).
 
     The table is cut down first to the rows the result depends on: those metrics (selection is per
-    metric), and the validation rows plus the ranked scheme of each shift type (on the paper grid this
+    metric; a conformal metric is selected by its base metric), and the validation rows plus the ranked scheme of each shift type (on the paper grid this
     keeps ~6 % of the rows, so selection does not merge the whole table).
     """
     metrics = _ranked_metrics(settings) if metrics is None else list(metrics)
-    keep = table["metric"].isin(metrics) & ((table["split"] == "val") | _ranked_scheme(table, settings))
+    validation = sorted(set(metrics) | {base_metric(m) for m in metrics})  # a conformal metric's selection metric
+    keep = ((table["split"] == "val") & table["metric"].isin(validation)) | (
+        table["metric"].isin(metrics) & _ranked_scheme(table, settings))
     table = table[keep]
     return ranked_rows(selected_rows(table) if len(table) else table, settings)
 
@@ -166,7 +169,7 @@ def run_analysis(rows: pd.DataFrame | None, analysis: Analysis, settings: dict) 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", IncompleteBlocksWarning)  # the dropped blocks are in the result
             result = rank_table(means, blocks, "entity", "value", alpha=settings["alpha"],
-                                p_adjust=settings["p_adjust"], higher_is_better=metrics[0] in HIGHER_IS_BETTER,
+                                p_adjust=settings["p_adjust"], higher_is_better=higher_is_better(metrics[0]),
                                 omnibus_gate=settings["omnibus_gate"])
     except StatsInputError as err:
         return {**header, "status": "skipped", "reason": str(err)}

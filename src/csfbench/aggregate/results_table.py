@@ -1,5 +1,6 @@
 """Merge every metric-row file into one long-format results table (columns
-:data:`csfbench.evaluation.COLUMNS`).
+:data:`csfbench.evaluation.COLUMNS`, then :data:`csfbench.evaluation.CONFORMAL_COLUMNS`, null outside the
+conformal rows).
 
 Rows are sorted on every key column so that the table is byte-identical for the same inputs in any
 order; a duplicated key (the same value reported twice) is an error naming the rows.
@@ -21,10 +22,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from csfbench.atomic import atomic_path
-from csfbench.evaluation import COLUMNS
+from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS
 from csfbench.proximity.regimes import REGIMES
 
 KEYS = [c for c in COLUMNS if c != "value"]
+#: Arrow types of the conformal attribute columns, null where a metric file has none of them
+CONFORMAL_TYPES = {"delta": pa.float64(), "conformal_method": pa.string(), "n_cal": pa.int64(),
+                   "calibration": pa.string()}
 
 
 def read_columns(paths: list[str | Path], columns: list[str], what: str, reader=pd.read_parquet) -> pd.DataFrame:
@@ -59,7 +63,13 @@ def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = N
         missing = [c for c in COLUMNS if c not in part.column_names]
         if missing:
             raise ValueError(f"{path}: metric file lacks the columns {missing}")
-        tables.append(part.select(COLUMNS).replace_schema_metadata(None))
+        part = part.select(COLUMNS + [c for c in CONFORMAL_COLUMNS if c in part.column_names])
+        for column, kind in CONFORMAL_TYPES.items():
+            present = column in part.column_names
+            values = part.column(column).cast(kind) if present else pa.nulls(part.num_rows, kind)
+            part = part.set_column(part.column_names.index(column), column, values) if present else \
+                part.append_column(column, values)
+        tables.append(part.select(COLUMNS + CONFORMAL_COLUMNS).replace_schema_metadata(None))
     table = pa.concat_tables(tables, promote_options="permissive")
     if regimes is not None:
         table = apply_regimes(table, regimes)

@@ -9,14 +9,24 @@ best configuration — lowest mean, or highest for metrics where higher is bette
 the test and shifted-set rows of that configuration are reported for every run.  Selection is per
 metric, as in the authors' code (the paper's App. E only says that validation AUGRC is optimised).
 Ties are broken by the lower dropout, then the lower reward, so the result is deterministic.
+
+A conformal metric (``auroc@mc_gamma0@0.05``; :func:`csfbench.evaluation.base_metric`) has no validation
+rows of its own: its rows are those of the configuration selected for its classical base metric.
 """
 from __future__ import annotations
 
 import pandas as pd
 
+from csfbench.evaluation import base_metric
+
 HIGHER_IS_BETTER = frozenset({"auroc", "aupr_in", "aupr_out"})
 CELL = ["source", "backbone", "paradigm", "mcd", "csf", "variant", "metric"]
 CONFIG = ["dropout", "reward"]
+
+
+def higher_is_better(metric: str) -> bool:
+    """Orientation of a metric name (a conformal one has its base metric's)."""
+    return base_metric(metric) in HIGHER_IS_BETTER
 
 
 def select_configurations(table: pd.DataFrame) -> pd.DataFrame:
@@ -33,7 +43,9 @@ def select_configurations(table: pd.DataFrame) -> pd.DataFrame:
 
 def selected_rows(table: pd.DataFrame) -> pd.DataFrame:
     """The non-validation rows of the selected configuration of every cell, for every run."""
-    chosen = select_configurations(table)[CELL + CONFIG]
+    chosen = select_configurations(table)[CELL + CONFIG].rename(columns={"metric": "_selected_by"})
     evaluated = table[table["split"] != "val"]
-    return evaluated.merge(chosen, on=CELL + CONFIG, how="inner").sort_values(
+    evaluated = evaluated.assign(_selected_by=evaluated["metric"].map(base_metric))
+    on = [c for c in CELL if c != "metric"] + ["_selected_by"] + CONFIG
+    return evaluated.merge(chosen, on=on, how="inner").drop(columns="_selected_by").sort_values(
         [c for c in table.columns if c != "value"], kind="stable", ignore_index=True)

@@ -158,6 +158,15 @@ def write_scores(path: str | Path, sets: dict[str, tuple[dict, dict[str, SplitDa
                                          compression_opts=1)
 
 
+def scores_sets(path: str | Path) -> dict[str, dict]:
+    """{evaluation set: its attributes (``dataset``, ``shift_type``, ``regime``)} of a scores file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FeatureFileError(f"scores file not found: {path}")
+    with h5py.File(path, "r", locking=False) as fh:
+        return {name: dict(fh[name].attrs) for name in fh}
+
+
 def read_scores(path: str | Path, dataset: str) -> tuple[dict, dict]:
     """({mode: {"correct": (N,), "scores": {(CSF, variant): (N,)}}}, attrs) of one evaluation set of a
     scores file (``attrs``: the file's attributes updated with the set's)."""

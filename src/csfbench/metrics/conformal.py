@@ -239,13 +239,27 @@ def conformal_roc(id_scores, ood_scores, delta: float, method: str, *, n_mc: int
     flagging nothing to flagging all; a tie is flagged whole.  The conformal curve replaces the FPR
     k/n by FPR⁺ = b_{k+1} at every threshold (the OOD side is not corrected) and keeps the anchor
     (0, 0) of flagging nothing; it ends at (1, 1)."""
+    id_scores = _scores(id_scores, "id_scores")
+    return band_roc(id_scores, ood_scores, correction_band(id_scores.size, delta, method, n_mc=n_mc, seed=seed))
+
+
+def band_roc(id_scores, ood_scores, band: np.ndarray) -> ConformalROC:
+    """:func:`conformal_roc` with a given band (:func:`correction_band` for n = len(id_scores))."""
     id_scores, ood_scores = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
+    band = _band_for(band, id_scores.size)
     is_ood = np.r_[np.zeros(id_scores.size, dtype=bool), np.ones(ood_scores.size, dtype=bool)]
     id_flagged, ood_flagged = _curve(-np.r_[id_scores, ood_scores], is_ood)
     counts = id_flagged.astype(np.int64)
-    fpr_conformal = _upper(counts, correction_band(id_scores.size, delta, method, n_mc=n_mc, seed=seed))
+    fpr_conformal = _upper(counts, band)
     fpr_conformal[0] = 0.0
     return ConformalROC(counts / id_scores.size, fpr_conformal, ood_flagged / ood_scores.size)
+
+
+def _band_for(band, n: int) -> np.ndarray:
+    band = np.asarray(band, dtype=np.float64)
+    if band.shape != (n,):
+        raise ValueError(f"band has shape {band.shape}, expected ({n},) for {n} ID calibration scores")
+    return band
 
 
 def conformal_auroc(id_scores, ood_scores, delta: float, method: str, *, n_mc: int = 10_000,
@@ -270,7 +284,26 @@ def conformal_fpr_at_tpr(id_scores, ood_scores, delta: float, method: str, tpr: 
     flagged — :func:`csfbench.metrics.fpr_at_tpr` with ``positive="failure"`` and residual 1 for OOD,
     reused here — and the conformal value is FPR⁺ = b_{k+1} at that threshold.
     """
+    id_scores = _scores(id_scores, "id_scores")
+    band = correction_band(id_scores.size, delta, method, n_mc=n_mc, seed=seed)
+    return band_metrics(id_scores, ood_scores, band, tprs=(tpr,))[f"fpr@{tpr:g}"][1]
+
+
+def band_metrics(id_scores, ood_scores, band: np.ndarray, tprs=(0.95, 0.99)) -> dict[str, tuple[float, float]]:
+    """(classical, conformal) values of the AUROC (key ``"auroc"``) and of FPR@TPRβ for each β of
+    ``tprs`` (keys ``"fpr@0.95"``, ...) of ID calibration confidences ``id_scores`` against OOD
+    confidences ``ood_scores`` (higher = more ID), corrected with ``band`` (:func:`correction_band`
+    for n = len(id_scores)).  Fractions in [0, 1]; conformal AUROC <= classical, conformal FPR >=
+    classical.  The workflow computes each band once (a cached file) and evaluates every CSF with it.
+    """
     id_scores, ood_scores = _scores(id_scores, "id_scores"), _scores(ood_scores, "ood_scores")
+    band = _band_for(band, id_scores.size)
+    roc = band_roc(id_scores, ood_scores, band)
+    out = {"auroc": (float(np.trapezoid(roc.tpr, roc.fpr)), float(np.trapezoid(roc.tpr, roc.fpr_conformal)))}
     residual = np.r_[np.zeros(id_scores.size), np.ones(ood_scores.size)]
-    classical = fpr_at_tpr(np.r_[id_scores, ood_scores], residual, tpr, positive="failure")
-    return float(correct_fpr(classical, id_scores.size, delta, method, n_mc=n_mc, seed=seed))
+    pooled = np.r_[id_scores, ood_scores]
+    for tpr in tprs:
+        classical = fpr_at_tpr(pooled, residual, tpr, positive="failure")
+        conformal = float(_upper(np.rint(np.asarray(classical) * id_scores.size).astype(np.int64), band))
+        out[f"fpr@{tpr:g}"] = (float(classical), conformal)
+    return out

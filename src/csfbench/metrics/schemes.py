@@ -112,6 +112,8 @@ _METRICS = {
     "auroc": lambda d: clf.auroc(d.confidence, d.residual, sample_weight=d.weight),
     "fpr95": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.95, positive="success"),
     "fpr95_failure_positive": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.95, positive="failure"),
+    "fpr99": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.99, positive="success"),
+    "fpr99_failure_positive": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.99, positive="failure"),
     "aupr_in": lambda d: clf.aupr_in(d.confidence, d.residual),
     "aupr_out": lambda d: clf.aupr_out(d.confidence, d.residual),
     "ece": lambda d: clf.ece(d.confidence, d.residual),
@@ -124,12 +126,12 @@ _CALIBRATION = ("ece", "mce")
 def evaluate(data: SchemeData, metrics=DEFAULT_METRICS) -> dict[str, float]:
     """Compute ``metrics`` (names from :data:`DEFAULT_METRICS`) on ``data``; values are fractions in [0, 1].
 
-    Orientation: aurc, augrc, e_aurc, e_augrc, fpr95, fpr95_failure_positive, ece, mce lower = better;
-    auroc, aupr_in, aupr_out higher = better.  ``fpr95`` has success as the positive class,
-    ``fpr95_failure_positive`` failure (see :func:`~csfbench.metrics.fpr_at_tpr`).  Only ``auroc``
-    uses ``data.weight``.
+    Orientation: aurc, augrc, e_aurc, e_augrc, fpr95*, fpr99*, ece, mce lower = better; auroc, aupr_in,
+    aupr_out higher = better.  ``fpr95`` / ``fpr99`` (at TPR 0.95 / 0.99) have success as the positive
+    class, ``fpr95_failure_positive`` / ``fpr99_failure_positive`` failure (see
+    :func:`~csfbench.metrics.fpr_at_tpr`).  Only ``auroc`` uses ``data.weight``.
 
-    Omitted from the result: a metric that is undefined on a single-class set (auroc, fpr95*, aupr_*
+    Omitted from the result: a metric that is undefined on a single-class set (auroc, fpr*, aupr_*
     when there are no failures or no successes), with a logged warning naming it and why; and ece/mce
     when any confidence lies outside [0, 1] (the CSF is not a probability), with a debug message.
     """

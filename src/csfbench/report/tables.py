@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from csfbench.aggregate.ranking import ranking_settings, selected_ranked_rows
-from csfbench.aggregate.selection import HIGHER_IS_BETTER
+from csfbench.aggregate.selection import higher_is_better
 from csfbench.atomic import atomic_path
 
 DISPLAY_SCALE = {"aurc": 1000.0, "augrc": 1000.0}  # the papers' tables show AURC/AUGRC ×1000
@@ -38,7 +38,7 @@ def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.Dat
     if rows.empty:
         raise ValueError(f"the results table has no selected test rows of metric '{metric}'")
     means = rows.groupby(_BEST_KEYS + ["mcd", "paradigm", "entity"], as_index=False, observed=True)["value"].mean()
-    ascending = metric not in HIGHER_IS_BETTER
+    ascending = not higher_is_better(metric)
     means = means.sort_values(_BEST_KEYS + ["mcd", "value", "paradigm", "entity"],
                               ascending=[True] * (len(_BEST_KEYS) + 1) + [ascending, True, True], kind="stable")
     best = means.groupby(_BEST_KEYS + ["mcd"], observed=True).head(1)

@@ -1,0 +1,137 @@
+# Conformal evaluation (Novello, Dalmau & Andéol, arXiv 2403.11532): correction bands, computed once per
+# (n, delta, method, Monte-Carlo size, seed) and cached as files; per model, conformal metric rows of every CSF
+# variant on every shifted set (scheme `conformal`, merged into the results table) and conformal prediction
+# sets; the report's figure and tables.  `conformal.enabled: false` leaves the stage without jobs.
+CONFORMAL = config["conformal"]
+CONFORMAL_FIT = json.dumps({k: v for k, v in CONFORMAL.items() if k not in ("figure", "prediction_sets")},
+                           sort_keys=True)
+
+
+def conformal_band_files():
+    """{(method, delta): band file} of the configured bands, for the calibration size n_cal."""
+    n_mc, seed = CONFORMAL["n_mc"], CONFORMAL["seed"]
+    return {(method, delta): paths.conformal_band(CONFORMAL["calibration"]["n_cal"], delta, method, n_mc, seed)
+            for method in CONFORMAL["methods"] for delta in CONFORMAL["delta"]}
+
+
+def conformal_groups():
+    return list(config["csf"]["groups"]) + ([paths.NETWORK_GROUP] if NETWORK_CSF["methods"] else [])
+
+
+def conformal_inputs(wildcards):
+    groups = conformal_groups()
+    return {"scores": [paths.scores(wildcards.source, wildcards.model, g) for g in groups],
+            "metrics": [paths.metrics(wildcards.source, wildcards.model, g) for g in groups],
+            "bands": list(conformal_band_files().values())}
+
+
+def conformal_metric_files():
+    if not CONFORMAL["enabled"]:
+        return []
+    return [paths.conformal_metrics(source, str(model)) for source, model in grid.iter_models(config)]
+
+
+def conformal_outputs():
+    if not CONFORMAL["enabled"]:
+        return []
+    return ([paths.prediction_sets(source, str(model)) for source, model in grid.iter_models(config)]
+            + [paths.figure(f"conformal_{source}.png") for source in SOURCES]
+            + [paths.table(f"conformal_{name}_{source}.csv") for source in SOURCES for name in ("table1", "table2")])
+
+
+rule conformal_band:
+    output:
+        band=paths.conformal_band(),
+    wildcard_constraints:
+        n=r"\d+",
+        n_mc=r"\d+",
+        seed=r"\d+",
+        delta=r"0\.\d+(e-\d+)?|\de-\d+",
+        method="|".join(["simes", "dkwm", "asymptotic", "mc_gamma0", "mc_search"]),
+    log:
+        paths.log("conformal", "band_{method}_n{n}_delta{delta}_mc{n_mc}_seed{seed}"),
+    benchmark:
+        paths.benchmark("conformal", "band_{method}_n{n}_delta{delta}_mc{n_mc}_seed{seed}")
+    conda:
+        "../envs/csfbench.yaml"
+    threads: res("conformal_band", "threads")
+    resources:
+        mem_mb=res("conformal_band", "mem_mb"),
+        runtime=res("conformal_band", "runtime"),
+    script:
+        "../workflow_scripts/conformal_band.py"
+
+
+rule conformal_metrics:
+    input:
+        unpack(conformal_inputs),
+    output:
+        metrics=paths.conformal_metrics(),
+    params:
+        spec=model_spec_json,
+        conformal=CONFORMAL_FIT,
+        bands=lambda w: json.dumps([[m, d, p] for (m, d), p in conformal_band_files().items()]),
+    log:
+        paths.log("conformal", "{source}/{model}_metrics"),
+    benchmark:
+        paths.benchmark("conformal", "{source}/{model}_metrics")
+    conda:
+        "../envs/csfbench.yaml"
+    threads: res("conformal_metrics", "threads")
+    resources:
+        mem_mb=res("conformal_metrics", "mem_mb"),
+        runtime=res("conformal_metrics", "runtime"),
+    script:
+        "../workflow_scripts/conformal_metrics.py"
+
+
+rule prediction_sets:
+    input:
+        train=paths.features(dataset="train"),
+        test=paths.features(dataset="test"),
+    output:
+        table=paths.prediction_sets(),
+    params:
+        spec=model_spec_json,
+        settings=json.dumps(CONFORMAL["prediction_sets"], sort_keys=True),
+    log:
+        paths.log("conformal", "{source}/{model}_prediction_sets"),
+    benchmark:
+        paths.benchmark("conformal", "{source}/{model}_prediction_sets")
+    conda:
+        "../envs/csfbench.yaml"
+    threads: res("prediction_sets", "threads")
+    resources:
+        mem_mb=res("prediction_sets", "mem_mb"),
+        runtime=res("prediction_sets", "runtime"),
+    script:
+        "../workflow_scripts/prediction_sets.py"
+
+
+rule conformal_report:
+    input:
+        results=paths.results_table(),
+        prediction_sets=lambda w: [paths.prediction_sets(w.source, str(m)) for m in grid.model_ids(config, w.source)],
+        scores=lambda w: targets.conformal_figure_scores(config, w.source),
+    output:
+        png=report(paths.figure("conformal_{source}.png"), caption="../report/figure_conformal.rst",
+                   category="Conformal evaluation"),
+        pdf=paths.figure("conformal_{source}.pdf"),
+        table1=report(paths.table("conformal_table1_{source}.csv"), caption="../report/table_conformal.rst",
+                      category="Conformal evaluation"),
+        table2=report(paths.table("conformal_table2_{source}.csv"), caption="../report/table_prediction_sets.rst",
+                      category="Conformal evaluation"),
+    params:
+        conformal=CONFORMAL,
+    log:
+        paths.log("conformal", "{source}_report"),
+    benchmark:
+        paths.benchmark("conformal", "{source}_report")
+    conda:
+        "../envs/csfbench.yaml"
+    threads: res("conformal_report", "threads")
+    resources:
+        mem_mb=res("conformal_report", "mem_mb"),
+        runtime=res("conformal_report", "runtime"),
+    script:
+        "../workflow_scripts/conformal_report.py"

@@ -1,0 +1,80 @@
+"""The report's conformal figure and tables (Novello, Dalmau & Andéol, "Out-of-Distribution Detection Should
+Use Conformal Prediction (and Vice-versa?)", 2024, arXiv 2403.11532: Figure 1's classical vs conformal ROC,
+Table 1's classical vs conformal AUROC / FPR@TPR95 per detector and OOD set, Table 2's set size and coverage
+per conformity score and α).  Values are fractions in [0, 1]."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from csfbench.aggregate.ranking import variant_name  # noqa: E402
+from csfbench.evaluation import CONFORMAL_SCHEME, FPR_METRIC, conformal_metric  # noqa: E402
+from csfbench.metrics.conformal import ConformalROC, correction_band  # noqa: E402
+
+FPR_LEVEL = 0.05  # the classical FPR at which the band-width panel reads each band's correction
+
+
+def conformal_table(results: pd.DataFrame, source: str, method: str, delta: float) -> pd.DataFrame:
+    """Table 1's shape for one source: one row per CSF variant (non-MCD), per shifted set the classical and
+    the conformal (``method``, ``delta``) AUROC and FPR@TPR95 (OOD = positive), each the mean over the
+    source's models; columns ``{set} {metric}`` and ``{set} {metric} conformal``."""
+    rows = results[(results["scheme"] == CONFORMAL_SCHEME) & (results["source"] == source) & ~results["mcd"]]
+    columns = {}
+    for base in ("auroc", FPR_METRIC[0.95]):
+        label = "auroc" if base == "auroc" else "fpr95"
+        columns[base] = label
+        columns[conformal_metric(base, method, delta)] = f"{label} conformal"
+    rows = rows[rows["metric"].isin(list(columns))].assign(
+        entity=lambda f: [variant_name(c, v) for c, v in zip(f["csf"], f["variant"])],
+        column=lambda f: f["dataset"] + " " + f["metric"].map(columns))
+    if rows.empty:
+        return pd.DataFrame()
+    table = rows.pivot_table(index="entity", columns="column", values="value", aggfunc="mean")
+    order = [f"{d} {c}" for d in sorted(rows["dataset"].unique()) for c in
+             ("auroc", "auroc conformal", "fpr95", "fpr95 conformal")]
+    return table[[c for c in order if c in table.columns]]
+
+
+def prediction_set_table(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Table 2's shape: one row per conformity score, per (α, method) the mean set size and the coverage,
+    each the mean over the models of ``frames`` (:func:`csfbench.stages.conformal.prediction_set_table` rows)."""
+    rows = pd.concat(frames, ignore_index=True)
+    means = rows.groupby(["score", "alpha", "method"], as_index=False)[["size", "coverage"]].mean()
+    wide = means.pivot_table(index="score", columns=["alpha", "method"], values=["size", "coverage"])
+    wide.columns = [f"alpha={alpha:g} {method} {value}" for value, alpha, method in wide.columns]
+    order = [f"alpha={a:g} {m} {v}" for a in sorted(means["alpha"].unique()) for m in sorted(means["method"].unique())
+             for v in ("size", "coverage")]
+    return wide[[c for c in order if c in wide.columns]]
+
+
+def band_widths(sizes: list[int], methods: list[str], delta: float, n_mc: int, seed: int) -> pd.DataFrame:
+    """The correction b_{k+1} − k/n at the classical FPR k/n = ``FPR_LEVEL`` of each method's band for each
+    calibration size n (columns ``method``, ``n``, ``width``)."""
+    rows = []
+    for method in methods:
+        for n in sizes:
+            k = int(np.floor(FPR_LEVEL * n))
+            band = correction_band(n, delta, method, n_mc=n_mc, seed=seed)
+            rows.append({"method": method, "n": n, "width": float(band[k] - k / n)})
+    return pd.DataFrame(rows)
+
+
+def plot_conformal(roc: ConformalROC, title: str, widths: pd.DataFrame, delta: float) -> plt.Figure:
+    """Left: the classical and the conformal ROC of one model, CSF and set; right: band width against n."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    left.plot(roc.fpr, roc.tpr, label="classical")
+    left.plot(roc.fpr_conformal, roc.tpr, label="conformal (FPR bound)")
+    left.plot([0, 1], [0, 1], color="grey", lw=0.6, ls=":")
+    left.set(xlabel="FPR (ID flagged as OOD)", ylabel="TPR (OOD flagged)", title=title, xlim=(0, 1), ylim=(0, 1))
+    left.legend(loc="lower right", fontsize=8)
+    for method, part in widths.groupby("method"):
+        right.plot(part["n"], part["width"], marker="o", label=method)
+    right.set(xscale="log", yscale="log", xlabel="calibration size n",
+              ylabel=f"FPR correction at FPR = {FPR_LEVEL:g}", title=f"band width (δ = {delta:g})")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,187 @@
+"""Jobs of ``rules/conformal.smk``: correction bands (one file per key), a model's conformal metric rows and
+its conformal prediction sets (Novello, Dalmau & Andéol, "Out-of-Distribution Detection Should Use
+Conformal Prediction (and Vice-versa?)", 2024, arXiv 2403.11532, §4–§5).
+
+The calibration set of the conformal rows is ``n_cal`` samples of the ID test split, drawn with the
+configured seed: the same samples for every model and CSF of a source (paired comparisons), and never data
+a CSF was fitted on (CSFs are fitted on train and tuned on val).
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from csfbench.atomic import atomic_path
+from csfbench.csf import class_conformity as conformity
+from csfbench.csf.distance_scores import maha_fit
+from csfbench.csf.feature_shaping import react_fit
+from csfbench.csf.logit_scores import softmax
+from csfbench.csf.store import read_scores, scores_sets
+from csfbench.errors import ConfigError
+from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, conformal_rows
+from csfbench.features.store import read_features, run_attrs, validate_feature_file
+from csfbench.metrics.conformal import conformal_roc, correction_band
+from csfbench.metrics.prediction_sets import evaluate_prediction_sets
+from csfbench.report import conformal as report
+from csfbench.report.figures import parse_variant, save_figure
+from csfbench.report.tables import write_table
+from csfbench.specs import EvalSet, ModelSpec
+
+log = logging.getLogger(__name__)
+PREDICTION_SET_COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "score", "method", "alpha",
+                          "size", "size_std", "coverage", "coverage_std", "repeats", "n_cal", "n_eval"]
+
+
+def write_band(n: int, delta: float, method: str, n_mc: int, seed: int, out: str | Path) -> None:
+    """Compute one correction band (:func:`csfbench.metrics.conformal.correction_band`) into ``out`` (.npy)."""
+    band = correction_band(n, delta, method, n_mc=n_mc, seed=seed)
+    with atomic_path(out) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, band)
+    log.info("band %s n=%d delta=%g n_mc=%d seed=%d: b_1=%.6g, b_n/2=%.6g", method, n, delta, n_mc, seed, band[0],
+             band[n // 2])
+
+
+def read_band(path: str | Path, n: int) -> np.ndarray:
+    """A band file of :func:`write_band` for ``n`` calibration points."""
+    band = np.load(path, allow_pickle=False)
+    if band.shape != (n,) or not np.all(np.diff(band) >= 0) or band.min() < 0 or band.max() > 1:
+        raise ValueError(f"{path}: not a correction band for n = {n} (shape {band.shape})")
+    return band
+
+
+def calibration_indices(n_test: int, n_cal: int, seed: int) -> np.ndarray:
+    """The ``n_cal`` calibration samples among the ``n_test`` of the ID test split (sorted indices), drawn
+    without replacement by a numpy Generator seeded with ``seed``."""
+    if not 0 < n_cal < n_test:
+        raise ConfigError("conformal/calibration/n_cal", f"fewer than the {n_test} samples of the ID test split",
+                          n_cal)
+    return np.sort(np.random.default_rng(seed).choice(n_test, n_cal, replace=False))
+
+
+def conformal_metrics(spec: ModelSpec, scores_files: list[str | Path], metrics_files: list[str | Path],
+                      band_files: dict[tuple[str, float], str | Path], settings: dict, out: str | Path) -> None:
+    """The conformal rows (:func:`csfbench.evaluation.conformal_rows`) of every CSF variant of a model (the
+    scores files of all its fit groups) on every shifted set, into one parquet file.
+
+    ``metrics_files``: the same groups' metric rows (their tuning protocols are copied); ``band_files``:
+    {(method, δ): band file}; ``settings``: the config's ``conformal`` section.
+    """
+    calibration = settings["calibration"]
+    bands = {key: read_band(path, calibration["n_cal"]) for key, path in band_files.items()}
+    protocols = {}
+    for path in metrics_files:
+        rows = pd.read_parquet(path, columns=["mcd", "csf", "variant", "tuning_protocol"]).drop_duplicates()
+        protocols.update({(r.mcd, r.csf, r.variant): r.tuning_protocol for r in rows.itertuples()})
+    tables = []
+    for path in scores_files:
+        sets = scores_sets(path)
+        if "test" not in sets:
+            raise ValueError(f"{path}: no scores of the ID test split, the calibration set")
+        test, _ = read_scores(path, "test")
+        n_test = len(next(iter(test.values()))["correct"])
+        chosen = calibration_indices(n_test, calibration["n_cal"], calibration["seed"])
+        cal = {mode: {key: conf[chosen] for key, conf in data["scores"].items()} for mode, data in test.items()}
+        for name, attrs in sorted(sets.items()):
+            if attrs["shift_type"] == "id":
+                continue
+            shifted, _ = read_scores(path, name)
+            eval_set = EvalSet(name, str(attrs["shift_type"]), str(attrs["regime"]))
+            scores = {mode: data["scores"] for mode, data in shifted.items()}
+            tables.append(conformal_rows(spec, eval_set, cal, scores, bands, tuple(settings["tpr"]),
+                                         calibration["split"], protocols))
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=COLUMNS + CONFORMAL_COLUMNS)
+    with atomic_path(out) as tmp:
+        table.to_parquet(tmp, index=False)
+    log.info("%s: %d conformal metric rows", spec.model, len(table))
+
+
+def class_scores(name: str, test: dict, train: dict, head: tuple[np.ndarray, np.ndarray], settings: dict) -> np.ndarray:
+    """The N×C class-dependent conformity scores ``name`` (softmax, react, odin, knn, mahalanobis;
+    :mod:`csfbench.csf.class_conformity`) of the test arrays, fitted on the training arrays.  KNN banks and
+    Mahalanobis means group the training features by their labels; the paper groups them by the model's
+    predicted class, which leaves a class the model never predicts without a bank (a weak model, a rare
+    class), so labels are used, as csfbench's Mahalanobis detector does."""
+    weight, bias = head
+    if name == "softmax":
+        return softmax(test["logits"])
+    if name == "react":
+        threshold = float(react_fit(train["features"], settings["react_percentile"])["threshold"])
+        return conformity.react_class_scores(test["features"], weight, bias, threshold)
+    if name == "odin":
+        return conformity.odin_class_scores(test["logits"], settings["odin_temperature"])
+    labels, n_classes = train["labels"], weight.shape[0]
+    if name == "knn":
+        banks = conformity.knn_class_fit(train["features"], labels, n_classes)
+        return conformity.knn_class_scores(banks, test["features"], settings["knn_k"])
+    if name == "mahalanobis":
+        return conformity.mahalanobis_class_scores(maha_fit(train["features"], labels, n_classes), test["features"])
+    raise ValueError(f"unknown conformity score {name!r}")
+
+
+def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | Path, settings: dict,
+                         out: str | Path) -> None:
+    """Mean set size and coverage of LAC/APS/RAPS sets on the ID test split per conformity score and α
+    (:func:`csfbench.metrics.prediction_sets.evaluate_prediction_sets`), ``settings`` the config's
+    ``conformal.prediction_sets``; one parquet file (:data:`PREDICTION_SET_COLUMNS`)."""
+    arrays = {}
+    for split, path in (("train", train_h5), ("test", test_h5)):
+        validate_feature_file(path, {**run_attrs(spec), "dataset": split})
+        arrays[split], _ = read_features(path, keys=("features", "logits", "labels", "head/weight", "head/bias"))
+    c = spec.n_classes
+    head = (arrays["train"]["head/weight"][:c], arrays["train"]["head/bias"][:c])
+    train = {k: arrays["train"][k][:, :c] if k == "logits" else arrays["train"][k] for k in ("features", "logits", "labels")}
+    test = {k: arrays["test"][k][:, :c] if k == "logits" else arrays["test"][k] for k in ("features", "logits")}
+    labels = arrays["test"]["labels"]
+    n_cal = int(round(settings["cal_fraction"] * len(labels)))
+    base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
+    rows = []
+    for name in settings["scores"]:
+        scores = class_scores(name, test, train, head, settings)
+        for row in evaluate_prediction_sets(scores, labels, n_cal=n_cal, alphas=settings["alphas"],
+                                            methods=settings["methods"], repeats=settings["repeats"],
+                                            seed=settings["seed"], **settings["raps"]):
+            rows.append({**base, "score": name, "method": row.method, "alpha": row.alpha, "size": row.size,
+                         "size_std": row.size_std, "coverage": row.coverage, "coverage_std": row.coverage_std,
+                         "repeats": row.repeats, "n_cal": n_cal, "n_eval": len(labels) - n_cal})
+    with atomic_path(out) as tmp:
+        pd.DataFrame(rows, columns=PREDICTION_SET_COLUMNS).to_parquet(tmp, index=False)
+    log.info("%s: prediction sets of %d scores", spec.model, len(settings["scores"]))
+
+
+def conformal_report(results_table: str | Path, prediction_set_files: list[str | Path], scores_file: str | Path,
+                     settings: dict, source: str, outputs: dict) -> None:
+    """Job: the report's conformal figure (classical vs conformal ROC of ``settings["figure"]["csf"]`` on the
+    first semantic set of ``scores_file``, whose model is the source's first; band width against n) and its
+    two tables (:mod:`csfbench.report.conformal`) for one source.  ``outputs``: png, pdf, table1, table2 paths;
+    the tables are written as CSV with LaTeX twins beside them."""
+    method, delta = settings["methods"][0], settings["delta"][0]
+    results = pd.read_parquet(results_table)
+    write_table(report.conformal_table(results, source, method, delta), outputs["table1"],
+                Path(outputs["table1"]).with_suffix(".tex"),
+                f"{source}: classical vs conformal AUROC and FPR@TPR95 ({method}, delta = {delta:g}), mean over models")
+    write_table(report.prediction_set_table([pd.read_parquet(p) for p in prediction_set_files]), outputs["table2"],
+                Path(outputs["table2"]).with_suffix(".tex"), f"{source}: conformal prediction sets, mean set size and "
+                "coverage per conformity score, alpha and method, mean over models")
+    csf, variant = parse_variant(settings["figure"]["csf"])
+    sets = scores_sets(scores_file)
+    shifted = sorted(sets, key=lambda s: (sets[s]["shift_type"] != "semantic", s))
+    shifted = [s for s in shifted if sets[s]["shift_type"] != "id"]
+    if not shifted:
+        raise ValueError(f"{scores_file}: no shifted set to draw the conformal ROC of")
+    test, _ = read_scores(scores_file, "test")
+    ood, attrs = read_scores(scores_file, shifted[0])
+    if (csf, variant) not in test["det"]["scores"]:
+        raise ConfigError("conformal/figure/csf", f"a CSF variant of {scores_file}",
+                          settings["figure"]["csf"])
+    id_conf = test["det"]["scores"][(csf, variant)]
+    calibration = settings["calibration"]
+    id_conf = id_conf[calibration_indices(len(id_conf), calibration["n_cal"], calibration["seed"])]
+    roc = conformal_roc(id_conf, ood["det"]["scores"][(csf, variant)], delta, method, n_mc=settings["n_mc"],
+                        seed=settings["seed"])
+    widths = report.band_widths(settings["figure"]["band_sizes"], settings["methods"], delta, settings["n_mc"],
+                                settings["seed"])
+    title = f"{attrs['model']}: {settings['figure']['csf']} on {shifted[0]} ({method}, n = {calibration['n_cal']})"
+    save_figure(report.plot_conformal(roc, title, widths, delta), outputs["png"], outputs["pdf"])

@@ -1,0 +1,6 @@
+from csfbench.logs import job_logging
+from csfbench.stages.conformal import conformal_report
+
+with job_logging(snakemake.log[0], snakemake.threads):
+    conformal_report(snakemake.input.results, snakemake.input.prediction_sets, snakemake.input.scores,
+                     snakemake.params.conformal, snakemake.wildcards.source, dict(snakemake.output.items()))
