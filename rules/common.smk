@@ -74,7 +74,7 @@ def demo_files():
     if "demo" not in config:
         return []
     root = config["data_root"]
-    return [f"{root}/{name}/{split}/{array}.npy" for name, split in demo_generator.SPLITS
+    return [f"{root}/{name}/{split}/{array}.npy" for name, split in demo_generator.demo_splits(config["demo"]["spec"])
             for array in ("images", "labels")]
 
 
@@ -90,6 +90,10 @@ def train_inputs(wildcards):
     inputs = {"index": paths.dataset_index(spec.dataset.name)}
     if spec.backbone == "vit" and "pretrain" in config:
         inputs["pretrained"] = spec.pretrained["file"]
+    # a weights file the demo's pretraining writes is waited for; a user's file is checked by the job (so that a
+    # dry run works without it) and its path is part of the model spec
+    if spec.weights and "pretrain" in config and spec.weights["file"] == config["backbones"]["vit"]["pretrained"]["file"]:
+        inputs["weights"] = spec.weights["file"]
     return inputs
 
 

@@ -7,6 +7,7 @@ runs.  Every function takes the config as validated by :func:`csfbench.settings.
 from __future__ import annotations
 
 import difflib
+import functools
 from pathlib import Path
 from typing import Iterator
 
@@ -28,9 +29,11 @@ def _rewards(config: dict, source: str, paradigm: str) -> list[float]:
 
 
 def model_ids(config: dict, source: str) -> list[ModelId]:
-    """Every model trained on ``source``, in a deterministic order."""
+    """Every model of ``source`` (a backbone's ``sources``, when given, name the sources it serves), in a
+    deterministic order."""
     return [ModelId(backbone, paradigm, int(dropout), reward, int(run))
             for backbone, bcfg in config["backbones"].items()
+            if bcfg.get("sources") is None or source in bcfg["sources"]
             for paradigm in bcfg["paradigms"]
             for dropout in bcfg["dropout"]
             for reward in _rewards(config, source, paradigm)
@@ -75,6 +78,8 @@ def model_spec(config: dict, source: str, model: ModelId | str) -> ModelSpec:
     mid = ModelId.parse(model) if isinstance(model, str) else model
     src = config["sources"][source]
     bcfg = config["backbones"][mid.backbone]
+    if "library" in bcfg:
+        return _library_model_spec(config, source, mid)
     training = config["training"][mid.backbone]
     overrides = src["training"].get(mid.backbone, {})
     common = deep_merge(training["common"], overrides.get("common", {}))
@@ -90,7 +95,65 @@ def model_spec(config: dict, source: str, model: ModelId | str) -> ModelSpec:
         mcd_samples=int(bcfg["mcd_samples"]) if mid.dropout else 0, optim=optim,
         paradigm_params={k: v for k, v in paradigm.items() if k not in common},
         dataset=dataset_spec(config, src["dataset"]), val_size=int(src["val_size"]),
-        pretrained=dict(bcfg["pretrained"]) if mid.backbone == "vit" else None)
+        pretrained=dict(bcfg["pretrained"]) if mid.backbone == "vit" else None,
+        geometry=_geometry(src["image_geometry"]))
+
+
+def _geometry(geometry: dict) -> dict | None:
+    """A source's ``image_geometry``; None for the default bilinear stretch (:attr:`ModelSpec.geometry`)."""
+    return None if (geometry["mode"], geometry["interpolation"]) == ("stretch", "bilinear") else dict(geometry)
+
+
+def _library_model_spec(config: dict, source: str, mid: ModelId) -> ModelSpec:
+    """A timm/torchvision classifier evaluated without training (paradigm ``pretrained``: the weights file;
+    ``random``: the architecture's default initialisation seeded with the run number).  Normalisation and
+    geometry: the backbone's ``eval`` settings, their nulls read from the weights' own preprocessing
+    (:func:`csfbench.models.pretrained.eval_preprocessing`)."""
+    src, bcfg = config["sources"][source], config["backbones"][mid.backbone]
+    key = f"backbones/{mid.backbone}"
+    n_classes = int(src["n_classes"])
+    weights = None
+    if mid.paradigm == "pretrained":
+        if "weights" not in bcfg:
+            raise ConfigError(f"{key}/weights", "the weights file of paradigm 'pretrained'", None)
+        weights = dict(bcfg["weights"])
+        if weights["num_classes"] not in (None, n_classes):
+            raise ConfigError(f"{key}/weights/num_classes", f"null or {n_classes} (sources/{source}/n_classes): a "
+                              "pretrained classifier is evaluated with its own head", weights["num_classes"])
+        weights["num_classes"] = n_classes
+    if mid.backbone not in src["image_size"]:
+        raise ConfigError(f"sources/{source}/image_size/{mid.backbone}", "the input side S of the backbone", None)
+    image_size = int(src["image_size"][mid.backbone])
+    arch = dict(bcfg["arch"])
+    prep = _weights_preprocessing(bcfg["library"], arch["name"], bcfg["eval"])
+    normalize = bcfg["eval"]["normalize"] or {"mean": list(prep["mean"]), "std": list(prep["std"])}
+    geometry = {"mode": bcfg["eval"]["geometry"] or prep["geometry"],
+                "crop_pct": bcfg["eval"]["crop_pct"] or prep["crop_pct"],
+                "interpolation": bcfg["eval"]["interpolation"] or prep["interpolation"]}
+    return ModelSpec(
+        source=source, model=str(mid), backbone=mid.backbone, paradigm=mid.paradigm, dropout=0, reward=0.0,
+        run=mid.run, seed=derive_seed(config["seed"], source, str(mid)), n_classes=n_classes,
+        image_size=image_size, normalize=dict(normalize), arch=arch, mcd_samples=0, optim={}, paradigm_params={},
+        dataset=dataset_spec(config, src["dataset"]), val_size=int(src["val_size"]), library=bcfg["library"],
+        weights=weights, geometry=geometry)
+
+
+def _weights_preprocessing(library: str, arch: str, overrides: dict) -> dict:
+    """The preprocessing the weights were made for, looked up only when ``overrides`` leave a value null."""
+    if all(overrides[k] is not None for k in ("geometry", "crop_pct", "interpolation", "normalize")):
+        return {}
+    return _cached_preprocessing(library, arch)
+
+
+@functools.cache
+def _cached_preprocessing(library: str, arch: str) -> dict:
+    from csfbench.models.pretrained import eval_preprocessing
+
+    try:
+        return eval_preprocessing(library, arch)._asdict()
+    except (ValueError, KeyError) as err:
+        raise ConfigError(f"backbones: {library} architecture {arch!r}", "an architecture with a pretrained "
+                          "preprocessing config, or every value of its `eval` section set", str(err)) from None
 
 
 def pretrain_spec(config: dict) -> ModelSpec:
@@ -125,8 +188,10 @@ def eval_set_spec(config: dict, source: str, dataset: str, model: ModelId | str 
         shift_type = "adversarial" if shift_names.parse_adversarial_set(dataset) else "covariate"
         return EvalSet(dataset, shift_type, shift_type, DatasetSpec(dataset, "npy", folder, "test", {}))
     entry = config["sources"][source]["ood"][dataset]
+    label_space = entry.get("label_space")
     return EvalSet(dataset, entry["shift_type"], entry.get("regime", entry["shift_type"]),
-                   dataset_spec(config, dataset))
+                   dataset_spec(config, dataset), None if label_space is None else tuple(label_space),
+                   entry["logit_mask"])
 
 
 def csf_fit_config(config: dict, fit_group: str, source: str | None = None) -> dict:

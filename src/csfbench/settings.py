@@ -171,14 +171,34 @@ def _check_references(config: dict, origin: str) -> None:
                 raise ConfigError(f"sources/{name}/ood/{ood}", f"a dataset of {sorted(datasets)}", ood, origin)
             if ood in SPLITS:
                 raise ConfigError(f"sources/{name}/ood/{ood}", f"a name other than {SPLITS}", ood, origin)
-        for backbone in config["backbones"]:
-            if backbone not in src["image_size"]:
+            entry = src["ood"][ood]
+            outside = [c for c in entry.get("label_space", []) if c >= src["n_classes"]]
+            if outside:
+                raise ConfigError(f"sources/{name}/ood/{ood}/label_space", f"class indices below n_classes = "
+                                  f"{src['n_classes']}", outside, origin)
+            if entry["logit_mask"] == "restrict" and "label_space" not in entry:
+                raise ConfigError(f"sources/{name}/ood/{ood}/label_space", "the classes the prediction is "
+                                  "restricted to (logit_mask: restrict)", None, origin)
+        for backbone, bcfg in config["backbones"].items():
+            serves = bcfg.get("sources") is None or name in bcfg["sources"]
+            if serves and backbone not in src["image_size"]:
                 raise ConfigError(f"sources/{name}/image_size", f"an entry for backbone '{backbone}'",
                                   src["image_size"], origin)
-        if "dg" in config["backbones"].get("vgg13", {}).get("paradigms", []) and not src.get("dg_rewards"):
+        vgg13 = config["backbones"].get("vgg13", {})
+        dg_here = "dg" in vgg13.get("paradigms", []) and (vgg13.get("sources") is None or name in vgg13["sources"])
+        if dg_here and not src.get("dg_rewards"):
             raise ConfigError(f"sources/{name}/dg_rewards", "a list of rewards (the dg paradigm is enabled)",
                               None, origin)
     for backbone, bcfg in config["backbones"].items():
+        for source in bcfg.get("sources") or []:
+            if source not in config["sources"]:
+                raise ConfigError(f"backbones/{backbone}/sources", f"sources of {sorted(config['sources'])}", source,
+                                  origin)
+        if "library" in bcfg:  # evaluated without training: no training settings
+            if "pretrained" in bcfg["paradigms"] and "weights" not in bcfg:
+                raise ConfigError(f"backbones/{backbone}/weights", "the weights file of paradigm 'pretrained'", None,
+                                  origin)
+            continue
         training = config["training"].get(backbone)
         if training is None:
             raise ConfigError(f"training/{backbone}", "training settings for an enabled backbone", None, origin)

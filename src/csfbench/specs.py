@@ -79,13 +79,39 @@ class ModelSpec(_Json):
     dataset: DatasetSpec
     val_size: int
     pretrained: dict | None = field(default=None, hash=False)
+    library: str | None = None
+    weights: dict | None = field(default=None, hash=False)
+    geometry: dict | None = field(default=None, hash=False)
 
     _nested: ClassVar[dict[str, type]] = {"dataset": DatasetSpec}
+    #: fields left out of the JSON while None (a spec of the built-in backbones with the default stretch geometry
+    #: keeps the JSON it had before these fields existed, so existing results are not rerun)
+    _omitted_if_none: ClassVar[tuple[str, ...]] = ("library", "weights", "geometry")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {k: v for k, v in data.items() if not (v is None and k in self._omitted_if_none)}
 
     @property
     def modes(self) -> tuple[str, ...]:
         """Input modes of the CSF stage: ``det``, plus ``mcd`` with Monte-Carlo dropout passes."""
         return ("det", "mcd") if self.mcd_samples > 0 else ("det",)
+
+    @property
+    def csf_backbone(self) -> str:
+        """The backbone the CSF registry sees (:func:`csfbench.csf.registry.variants_for`): ``vit`` — no paradigm
+        confidence head, so no ``Confidence`` CSF — for the ViT and for every timm/torchvision classifier
+        evaluated without training (paradigms ``pretrained``/``random``), else the backbone."""
+        return "vit" if self.library is not None else self.backbone
+
+    @property
+    def loader_geometry(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`csfbench.data.loader.make_loader` that turn an image into the model's
+        S×S input (``geometry``, ``crop_pct``, ``interpolation``); ``{}`` = the default bilinear stretch."""
+        if self.geometry is None:
+            return {}
+        return {"geometry": self.geometry["mode"], "crop_pct": self.geometry["crop_pct"],
+                "interpolation": self.geometry["interpolation"]}
 
 
 @dataclass(frozen=True)
@@ -98,8 +124,29 @@ class EvalSet(_Json):
     shift_type: str
     regime: str
     dataset: DatasetSpec | None = None
+    #: the source's classes the set's labels can take (None = all); with ``logit_mask`` ``restrict`` the
+    #: prediction is the argmax over them only (e.g. ImageNet-R's 200 classes), with ``none`` over every class
+    label_space: tuple[int, ...] | None = None
+    logit_mask: str = "none"
 
     _nested: ClassVar[dict[str, type]] = {"dataset": DatasetSpec}
+
+    def to_dict(self) -> dict[str, Any]:
+        """As :meth:`_Json.to_dict`, without the label-space fields while they have their defaults (the JSON of
+        a set without them is the one it had before they existed, so existing results are not rerun)."""
+        data = asdict(self)
+        if data["label_space"] is None:
+            del data["label_space"]
+        if data["logit_mask"] == "none":
+            del data["logit_mask"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        spec = super().from_dict(data)
+        if spec.label_space is not None and not isinstance(spec.label_space, tuple):
+            object.__setattr__(spec, "label_space", tuple(spec.label_space))
+        return spec
 
     @property
     def split(self) -> str:

@@ -14,13 +14,19 @@ from csfbench.errors import CsfbenchError
 from csfbench.features.store import read_features
 
 
+#: the history of a classifier evaluated without training (csfbench.stages.train.materialise)
+UNTRAINED_HISTORY = ["stage", "epoch", "parameters", "weights"]
+
+
 def _read_history(path: Path) -> pd.DataFrame:
-    """The per-epoch training history, with at least one epoch and a ``val_acc`` column."""
+    """The per-epoch training history, with at least one epoch and a ``val_acc`` column, or the one-row
+    history of a classifier evaluated without training (:data:`UNTRAINED_HISTORY`)."""
     try:
         hist = pd.read_csv(path)
     except (OSError, ValueError) as err:  # parser, empty-file and decoding errors are ValueErrors
         raise CsfbenchError(f"{path}: not a readable CSV training history ({err})") from err
-    if "val_acc" not in hist.columns or hist.empty:
+    untrained = list(hist.columns) == UNTRAINED_HISTORY and len(hist) == 1
+    if not untrained and ("val_acc" not in hist.columns or hist.empty):
         raise CsfbenchError(f"{path}: expected a 'val_acc' column and at least one epoch, "
                             f"found columns {list(hist.columns)} and {len(hist)} rows")
     return hist
@@ -49,8 +55,9 @@ def _model_row(results: Path, history: Path, unreadable: list[str]) -> dict:
     feature_dir = results / "features" / source / model
     files = sorted(feature_dir.glob("*.h5"))
     test = feature_dir / "test.h5"
-    return {"source": source, "model": model, "epochs": None if hist is None else len(hist),
-            "val_acc": None if hist is None else round(float(hist["val_acc"].iloc[-1]), 4),
+    trained = hist is not None and "val_acc" in hist  # a classifier evaluated without training has no epochs
+    return {"source": source, "model": model, "epochs": None if hist is None else len(hist) if trained else 0,
+            "val_acc": round(float(hist["val_acc"].iloc[-1]), 4) if trained else None,
             "test_acc": _attempt(_test_accuracy, test, unreadable) if test.is_file() else None,
             "feature_files": len(files),
             "MB": round(sum(f.stat().st_size for f in files) / 2**20, 2),
@@ -72,8 +79,8 @@ def summarize(results: Path) -> tuple[str, list[str]]:
     lines = [table.to_string(index=False), "",
              f"{len(table)} models, {int(table['feature_files'].sum())} feature files "
              f"({table['MB'].sum():.1f} MB) under {results.resolve() / 'features'}",
-             f"{int(table['metric_files'].sum())} metric files (one per model and CSF fit group, "
-             f"covering every evaluation set) under {results.resolve() / 'metrics'}"]
+             f"{int(table['metric_files'].sum())} metric files (one per model and CSF fit group, and the "
+             f"conformal rows, covering every evaluation set) under {results.resolve() / 'metrics'}"]
     report = results / "report.html"
     if report.is_file():
         lines.append(f"report: {report.resolve()}")

@@ -331,8 +331,8 @@ def _with_ood_validation(demo, name="noise", protocols=("bayes", "grid")):
     config["csf"]["tuning"]["protocols"] = list(protocols)
     config["csf"]["tuning"]["ood_validation"] = {source: name for source in config["sources"]}
     for source in config["sources"]:
-        if source != "demo10":
-            config["csf"]["tuning"]["ood_validation"][source] = "pretrain"
+        if source != "demo10":  # a dataset the source does not evaluate (pretrain20 reads the pretraining set)
+            config["csf"]["tuning"]["ood_validation"][source] = "digits" if source == "pretrain20" else "pretrain"
     return config
 
 

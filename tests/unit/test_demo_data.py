@@ -10,6 +10,7 @@ from csfbench.data.demo import (
     DATASETS,
     SHIFTED,
     SPLITS,
+    demo_splits,
     TEXTURES,
     demo_prototypes,
     generate_demo,
@@ -27,7 +28,7 @@ SMALL = {
     "digits": {"n_ood": 20},
     "photos": {"n_ood": 20},
     "noise": {"n_ood": 20},
-    "pretrain": {"n_train": 40},
+    "pretrain": {"n_train": 40, "n_test": 20},
 }
 
 
@@ -164,6 +165,13 @@ def test_default_sizes():
     assert (spec["demo10"]["n_classes"], spec["demo40"]["n_classes"]) == (10, 40)
     assert spec["demo10"]["n_train"] >= 4000 and spec["demo40"]["n_train"] >= 6000
     assert spec == full_spec({})
+
+
+def test_the_pretraining_set_has_a_test_split_only_when_asked(tmp_path):
+    spec = full_spec({**SMALL, "pretrain": {"n_train": 40}})
+    assert ("pretrain", "test") not in demo_splits(spec) and demo_splits(full_spec(SMALL)) == list(SPLITS)
+    summary = generate_demo(tmp_path, 0, spec)
+    assert summary["pretrain"]["splits"] == {"train": 40} and not (tmp_path / "pretrain" / "test").exists()
 
 
 def test_image_size_is_a_parameter(tmp_path):

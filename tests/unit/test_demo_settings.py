@@ -21,7 +21,7 @@ EXPECTED_DEFAULT_SPEC = {
     "digits": {"n_ood": 1000},
     "photos": {"n_ood": 1000},
     "noise": {"n_ood": 1000},
-    "pretrain": {"n_classes": 20, "n_train": 6000},
+    "pretrain": {"n_classes": 20, "n_train": 6000, "n_test": 0},
     "variation": {
         "scale": [0.7, 1.3],
         "position": 0.3,

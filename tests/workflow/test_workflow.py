@@ -231,6 +231,30 @@ def test_paper_run_without_data_fails_fast_with_the_dataset_message(tmp_path):
     assert not list(tmp_path.glob("results/data/index/*.json"))
 
 
+@pytest.mark.parametrize("name", ["imagenet", "openood"])
+def test_imagenet_scale_configs_dry_run_without_data_and_fail_fast_with_the_dataset_message(name, tmp_path):
+    """config/imagenet.yaml (pretrained and random torchvision classifiers, ImageNet-1K and its shifts) and
+    config/openood.yaml (OpenOOD v1.5's image lists): a dry run without data or weights schedules every model's
+    jobs; a run stops at the first dataset it cannot read, naming the dataset, the path and the layout."""
+    config_file = REPO / f"config/{name}.yaml"
+    proc = snakemake("-n", "--quiet", "rules", "--configfile", config_file, workdir=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    config = load_config(config_file)
+    models = list(iter_models(config))
+    assert int(re.search(r"^train\s+(\d+)", out, re.M).group(1)) == len(models)
+    features = sum(len(eval_datasets(config, s, m)) for s, m in models)
+    assert int(re.search(r"^extract_features\s+(\d+)", out, re.M).group(1)) == features
+    paradigms = {m.paradigm for _, m in models}
+    assert paradigms >= ({"pretrained", "random"} if name == "imagenet" else {"pretrained", "dg"})
+    proc = snakemake("--cores", 1, "--configfile", config_file, workdir=tmp_path, timeout=300)
+    assert proc.returncode != 0
+    logs = "".join(p.read_text() for p in tmp_path.glob("results/logs/data/index_*.log"))
+    assert re.search(r"dataset '[a-z0-9.-]+': ", logs) and "path tried: data" in logs and "expected layout" in logs, \
+        logs[-2000:]
+    assert not list(tmp_path.glob("results/data/index/*.json"))
+
+
 def test_invalid_config_fails_before_the_dag_with_key_path(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(MICRO.read_text().replace("n_classes: 10", "n_classes: ten", 1))

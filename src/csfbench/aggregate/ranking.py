@@ -93,16 +93,17 @@ def ranking_settings(section: dict) -> dict[str, Any]:
 def analyses(config: dict) -> list[Analysis]:
     """Every analysis of a workflow config: groups × backbones × MCD flags × sources × :data:`REGIMES`.
 
-    The MCD flag is declared for a backbone that has dropout models and MC-dropout passes.
+    The MCD flag is declared for a backbone that has dropout models and MC-dropout passes; a backbone's
+    ``sources``, when given, are the only sources it has cells for.
     """
     settings = ranking_settings(config["ranking"])
     out = []
     for group in settings["metric_groups"]:
         for backbone, spec in config["backbones"].items():
             flags = [False] + ([True] if 1 in spec["dropout"] and spec.get("mcd_samples", 0) > 0 else [])
+            sources = [s for s in config["sources"] if spec.get("sources") is None or s in spec["sources"]]
             for mcd in flags:
-                out.extend(Analysis(group, backbone, mcd, source, regime)
-                           for source in config["sources"] for regime in REGIMES)
+                out.extend(Analysis(group, backbone, mcd, source, regime) for source in sources for regime in REGIMES)
     return out
 
 

@@ -49,7 +49,7 @@ def attack_set(model: Classifier, spec: ModelSpec, images: ImageSet, attack: dic
     eps = float(attack["eps"]) / 255.0
     generator = torch.Generator().manual_seed(seed)
     out, clean_wrong, adv_wrong = [], 0, 0
-    for raw, labels, _ in make_loader(images, spec.image_size, batch_size):
+    for raw, labels, _ in make_loader(images, spec.image_size, batch_size, **spec.loader_geometry):
         if (labels < 0).any():
             raise ValueError(f"{images.name}: adversarial sets need labelled images (found label -1)")
         x = raw.to(device).float() / 255.0

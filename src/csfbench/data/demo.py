@@ -23,8 +23,9 @@ Datasets:
   scikit-image.
 * ``noise`` (far shift): uniform, Gaussian and smoothed (blob) noise.
   (``digits``, ``photos`` and ``noise`` are drawn by :mod:`csfbench.data.demo_images`.)
-* ``pretrain`` (split ``train``, labelled): a separate prototype family for pretraining the demo ViT;
-  it shares no (shape, fill, texture) combination with the shape world.
+* ``pretrain`` (split ``train``, labelled; split ``test`` when ``pretrain.n_test`` > 0): a separate prototype
+  family for pretraining the demo ViT; it shares no (shape, fill, texture) combination with the shape world.
+  Its test split lets the pretrained ViT itself be evaluated as a classifier without training.
 
 Everything derives from ``seed`` through independent random streams keyed by dataset and split, so
 the same seed and spec give identical bytes and changing one set's size leaves the others alone.
@@ -50,8 +51,14 @@ SHIFTED = ("near", "digits", "photos", "noise")  # labels -1, split "test"
 DATASETS = (*SOURCES, *SHIFTED, "pretrain")
 # (dataset, split) in generation order: the sources' train images set the colour statistics of digits
 SPLITS = (("demo10", "train"), ("demo10", "test"), ("demo40", "train"), ("demo40", "test"), ("pretrain", "train"),
-          *((name, "test") for name in SHIFTED))
+          ("pretrain", "test"), *((name, "test") for name in SHIFTED))
 _CHUNK = 256  # images rendered per vectorised batch (bounds the float32 temporaries)
+
+
+def demo_splits(spec: dict) -> list[tuple[str, str]]:
+    """The (dataset, split) pairs a ``demo.spec`` generates, in :data:`SPLITS` order: the pretraining set's
+    test split only when ``pretrain.n_test`` > 0 (it makes the set an ID source of its own)."""
+    return [(name, split) for name, split in SPLITS if (name, split) != ("pretrain", "test") or spec["pretrain"]["n_test"]]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -446,7 +453,7 @@ def generate_demo(out_dir: Path, seed: int, spec: dict, threads: int | None = No
         "noise": lambda rng, n: noise_images(rng, n, size),
     }
     summary: dict = {}
-    for name, split in SPLITS:
+    for name, split in demo_splits(spec):
         n = spec[name]["n_ood" if name in SHIFTED else f"n_{split}"]
         if name in protos:
             labels = _balanced_labels(_rng(seed, name, split, "labels"), n, len(protos[name]))

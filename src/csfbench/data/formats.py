@@ -201,10 +201,11 @@ _LIST_FORMATS = (
   one image per line: 'relative/path label' or 'relative/path', paths relative to {root}/{images}
   label: an integer >= -1; -1 or no label = no label of the source (OOD lists, imagenetood.txt)
 {root}/{images}/relative/path   every listed image (OpenOOD: images_classic/, images_largescale/)
-options: imglist (the list; absolute or relative to {root}); optional: images (default {root}),
+options: imglist (the list, absolute or relative to {root}; or {train: list, test: list} for a source's
+  two splits); optional: images (default {root}),
   expect {n_images, n_classes (distinct folders of the paths), sha256 (of the list)}
   e.g. ImageNet-OOD: imagenetood.txt over the ImageNet-21K-P train root, n_images 31802, n_classes 637
-one split (the split argument is ignored); ids = the listed paths, sorted
+one list: one split (the split argument is ignored); ids = the listed paths, sorted
 """,
         splits=(),
         labelled=True,
@@ -222,11 +223,12 @@ one split (the split argument is ignored); ids = the listed paths, sorted
                                   'ILSVRC2012_val_00000001,n01751748 x0 y0 x1 y1 ...' (label = first wnid)
 label = line index of the wnid in option wnids (one wnid per line, optionally followed by names:
   LOC_synset_mapping.txt), else its index among the sorted class folders of train/ (of val/ without train/)
-optional options: wnids, val_solution (default {root}/LOC_val_solution.csv); paths absolute or relative to {root}
+optional options: wnids, val_solution (default {root}/LOC_val_solution.csv); paths absolute or relative to {root};
+  train_subset {seed, n} or {seed, per_class}: split "train" is that seeded subset (e.g. n 200000)
 """,
         splits=("train", "test"),
         labelled=True,
-        optional=("wnids", "val_solution"),
+        optional=("wnids", "val_solution", "train_subset"),
     ),
     Format(
         key="wnid_folders",

@@ -248,9 +248,15 @@ def read_imglist(root: Path, split: str, name: str, *, imglist: object, images: 
     ``imglist`` and ``images`` (default: the dataset root) are paths absolute or relative to the
     dataset root.  The label is an integer >= -1; ``-1`` (OpenOOD's OOD lists) and a missing label
     (ImageNet-OOD's ``imagenetood.txt``) both mean no label.  ``expect`` checks ``n_images``,
-    ``n_classes`` (distinct folders holding the images) and the list's ``sha256``.  ``split`` is
-    ignored (one split); samples sorted by path, ids = the listed paths.
+    ``n_classes`` (distinct folders holding the images) and the list's ``sha256``.  With one list
+    ``split`` is ignored (one split); ``imglist`` may also map splits to lists (``{train: ..., test:
+    ...}``: an ID source's splits, e.g. OpenOOD's ``train_cifar10.txt`` and ``test_cifar10.txt``), and
+    ``split`` then picks one.  Samples sorted by path, ids = the listed paths.
     """
+    if isinstance(imglist, dict):
+        if split not in imglist:
+            raise ReaderError(root, f"option imglist maps the splits {sorted(imglist)}, not split '{split}'")
+        imglist = imglist[split]
     list_path = require_file(_path_option(root, "imglist", imglist))
     images_root = require_directory(root if images is None else _path_option(root, "images", images))
     entries = _parse_list(list_path, None, require_label=False)
@@ -359,17 +365,28 @@ def _flat_val(root: Path, val: Path, csv_path: Path, label_of: dict[str, int], s
     return samples
 
 
-def read_imagenet(root: Path, split: str, name: str, *, wnids: object = None, val_solution: object = None) -> ImageSet:
+def read_imagenet(root: Path, split: str, name: str, *, wnids: object = None, val_solution: object = None,
+                  train_subset: object = None) -> ImageSet:
     """ILSVRC-2012: split "train" = ``train/{wnid}/*.JPEG``, split "test" = the official val split.
 
     Val is either class folders ``val/{wnid}/*.JPEG`` or flat ``val/*.JPEG`` labelled by
     ``LOC_val_solution.csv`` (option ``val_solution``, default ``{root}/LOC_val_solution.csv``).
     Label = line index in the ``wnids`` list, else the index of the wnid among the sorted class
-    folders of train/ (of val/ when there is no train/), the same for both splits.
+    folders of train/ (of val/ when there is no train/), the same for both splits.  ``train_subset``
+    (``{seed, n}`` or ``{seed, per_class}``) makes split "train" a seeded subset
+    (:func:`imagenet_train_subset`; ImageNet-OOD fits its detectors on 200,000 training images).
     """
     label_of, source = _imagenet_classes(root, wnids)
     if split == "train":
         samples = _class_tree(root, require_directory(root / "train"), label_of, True, source)
+        if train_subset is not None:
+            if not isinstance(train_subset, dict) or set(train_subset) - {"seed", "n", "per_class"}:
+                raise ReaderError(root, f"option train_subset must be {{seed, n}} or {{seed, per_class}}, got "
+                                        f"{train_subset!r}")
+            try:
+                return imagenet_train_subset(_file_set(name, root, samples), **train_subset)
+            except (TypeError, ValueError) as err:
+                raise ReaderError(root, f"option train_subset: {err}") from None
     else:
         val = require_directory(root / "val")
         if _subfolders(val):

@@ -40,11 +40,24 @@ def _forward(model: Classifier, x: torch.Tensor, device: torch.device) -> tuple:
     return out.logits.float(), out.features.float(), conf
 
 
+def predict(logits: torch.Tensor, classes: tuple[int, ...] | None = None) -> torch.Tensor:
+    """The predicted class of each row: the argmax over every column, or over ``classes`` only (a label
+    space's logit mask; the result is always one of ``classes``)."""
+    if classes is None:
+        return logits.argmax(1)
+    index = torch.as_tensor(classes, dtype=torch.long, device=logits.device)
+    return index[logits.index_select(1, index).argmax(1)]
+
+
 @torch.no_grad()
 def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_path: str | Path, dataset: str,
                      split: str, shift_type: str, batch_size: int, device: torch.device,
-                     compression: str = "gzip", num_workers: int = 0, with_head: bool = False) -> Path:
+                     compression: str = "gzip", num_workers: int = 0, with_head: bool = False,
+                     prediction_classes: tuple[int, ...] | None = None) -> Path:
     """Write ``out_path`` for ``images``; with ``spec.mcd_samples`` > 0 also the MC-dropout passes.
+
+    ``prediction_classes``: the classes the prediction (``pred``, hence ``correct``) is the argmax over
+    (:func:`predict`; None = every class).
 
     MC-dropout switches only the Dropout layers on (BatchNorm stays in eval) and is seeded from the
     model seed and the dataset name, so a CPU rerun writes bit-identical arrays.
@@ -55,7 +68,7 @@ def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_p
     n_outputs = model.head.out_features
     has_conf = model.paradigm != "ce"
     torch.manual_seed(derive_seed(spec.seed, "extract", dataset))
-    loader = make_loader(images, spec.image_size, batch_size, num_workers=num_workers)
+    loader = make_loader(images, spec.image_size, batch_size, num_workers=num_workers, **spec.loader_geometry)
     attrs = feature_attrs(spec, dataset, split, shift_type, model.feature_dim)
     t0, done = time.perf_counter(), 0
     with FeatureWriter(out_path, len(images), n_outputs, model.feature_dim, n_passes, has_conf, attrs,
@@ -63,7 +76,7 @@ def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_p
         for batch_idx, (raw, labels, index) in enumerate(loader):
             x = normalize(raw.to(device, non_blocking=True), **spec.normalize)
             logits, features, conf = _forward(model, x, device)
-            pred = logits[:, :n_classes].argmax(1).cpu().numpy()
+            pred = predict(logits[:, :n_classes], prediction_classes).cpu().numpy()
             labels_np = labels.numpy().astype(np.int64)
             rows = {"logits": logits.cpu().numpy(), "features": features.cpu().numpy(), "labels": labels_np,
                     "pred": pred, "correct": (pred == labels_np) & (labels_np >= 0),

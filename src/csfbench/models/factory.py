@@ -14,10 +14,21 @@ from csfbench.torch_compat import load_weights
 
 
 def build_model(spec: ModelSpec, pretrained: bool = True) -> Classifier:
-    """The untrained classifier of ``spec``; a ViT starts from its pretrained checkpoint.
+    """The untrained classifier of ``spec``; a ViT starts from its pretrained checkpoint; a timm/torchvision
+    classifier (``spec.library``) has its weights file (paradigm ``pretrained``) or its default initialisation
+    seeded with the run number (paradigm ``random``).
 
-    ``pretrained=False`` skips loading ViT weights (used when a trained checkpoint follows anyway).
+    ``pretrained=False`` skips loading weights and seeding (used when a checkpoint follows anyway).
     """
+    if spec.library is not None:  # a timm/torchvision classifier evaluated without training
+        from csfbench.models.pretrained import build_classifier
+
+        kwargs = {k: v for k, v in spec.arch.items() if k != "name"}
+        weights = spec.weights if pretrained else None
+        return build_classifier(spec.library, spec.arch["name"], spec.n_classes,
+                                weights=weights["file"] if weights else None,
+                                weights_num_classes=weights["num_classes"] if weights else None,
+                                seed=spec.run if spec.paradigm == "random" and pretrained else None, **kwargs)
     n_out = spec.n_classes + (1 if spec.paradigm == "dg" else 0)
     params = spec.paradigm_params
     if spec.backbone == "vgg13":

@@ -49,7 +49,7 @@ def predict(model: Classifier, spec: ModelSpec, images: ImageSet, batch_size: in
     """Predicted classes (argmax over the ``n_classes`` class logits, eval mode) of every image."""
     model.eval()
     preds = []
-    for raw, _, _ in make_loader(images, spec.image_size, batch_size):
+    for raw, _, _ in make_loader(images, spec.image_size, batch_size, **spec.loader_geometry):
         x = normalize(raw.to(device), **spec.normalize)
         preds.append(model(x).logits[:, :spec.n_classes].argmax(1).cpu().numpy())
     return np.concatenate(preds) if preds else np.zeros(0, np.int64)
@@ -75,7 +75,7 @@ def finetune(model: Classifier, spec: ModelSpec, images: ImageSet, labels: np.nd
     step, epoch, t0 = 0, 0, time.perf_counter()
     while step < iterations:
         loader = make_loader(images, spec.image_size, int(settings["batch_size"]), shuffle=True,
-                             seed=int(settings["seed"]) + epoch)
+                             seed=int(settings["seed"]) + epoch, **spec.loader_geometry)
         for raw, _, index in loader:
             x = normalize(raw.to(device), **spec.normalize)
             loss = F.cross_entropy(model(x).logits[:, :spec.n_classes].float(), labels[index].to(device))

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 def _context(spec: ModelSpec, head: tuple[np.ndarray, np.ndarray], quirks: str) -> ModelContext:
     c = spec.n_classes
     weight, bias = (np.asarray(a, dtype=np.float64) for a in head)
-    return ModelContext(c, spec.backbone, spec.paradigm, weight[:c], bias[:c], weight, bias, quirks)
+    return ModelContext(c, spec.csf_backbone, spec.paradigm, weight[:c], bias[:c], weight, bias, quirks)
 
 
 def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str | Path, val_h5: str | Path,

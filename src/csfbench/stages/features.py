@@ -25,4 +25,5 @@ def extract(spec: ModelSpec, eval_set: EvalSet, checkpoint: str | Path, out_h5: 
     model = load_checkpoint(spec, checkpoint, device)
     extract_features(model, spec, eval_images(spec, eval_set), out_h5, eval_set.name, eval_set.split,
                      eval_set.shift_type, batch_size, device, compression=compression, num_workers=num_workers,
-                     with_head=(eval_set.name == "train"))
+                     with_head=(eval_set.name == "train"),
+                     prediction_classes=eval_set.label_space if eval_set.logit_mask == "restrict" else None)

@@ -34,7 +34,7 @@ GROUP = "network"  # the fit-group slot of the scores and metrics files (csfbenc
 def _batches(spec: ModelSpec, images: ImageSet, batch_size: int, device: torch.device, num_workers: int = 0):
     """A re-iterable source of normalised float32 batches, in file order."""
     def batches():
-        for raw, _, _ in make_loader(images, spec.image_size, batch_size, num_workers=num_workers):
+        for raw, _, _ in make_loader(images, spec.image_size, batch_size, num_workers=num_workers, **spec.loader_geometry):
             yield normalize(raw.to(device, non_blocking=True), **spec.normalize)
     return batches
 

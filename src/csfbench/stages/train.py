@@ -1,6 +1,7 @@
 """Jobs of ``rules/train.smk``: the demo's ViT pretraining and the training of one model."""
 from __future__ import annotations
 
+import csv
 import logging
 from pathlib import Path
 
@@ -8,14 +9,23 @@ import numpy as np
 
 from csfbench.atomic import atomic_path
 from csfbench.data.sources import check_n_classes, check_val_size, source_split
+from csfbench.models import build_model
 from csfbench.specs import ModelSpec
-from csfbench.training.loop import autocast_dtype, resolve_device, train_model
+from csfbench.training.loop import atomic_torch_save, autocast_dtype, resolve_device, train_model
 
 log = logging.getLogger(__name__)
 
 
+#: paradigms of timm/torchvision classifiers evaluated without training
+UNTRAINED = ("pretrained", "random")
+
+
 def train(spec: ModelSpec, checkpoint: str | Path, history: str | Path, num_workers: int = 0) -> None:
-    """Train one model (all paradigm stages) with resume support next to the checkpoint."""
+    """Train one model (all paradigm stages) with resume support next to the checkpoint; a model of an
+    :data:`UNTRAINED` paradigm is only built (:func:`materialise`)."""
+    if spec.paradigm in UNTRAINED:
+        materialise(spec, checkpoint, history)
+        return
     train_set = source_split(spec.dataset, spec.val_size, "train")
     check_n_classes(train_set.labels, spec.n_classes, f"sources/{spec.source}/n_classes", spec.dataset.name)
     check_val_size(spec.val_size, len(source_split(spec.dataset, 0, "test")), f"sources/{spec.source}/val_size",
@@ -28,6 +38,23 @@ def train(spec: ModelSpec, checkpoint: str | Path, history: str | Path, num_work
              autocast_dtype(device), len(train_set), len(val_set))
     train_model(spec, train_set, val_set, checkpoint, Path(history), checkpoint.with_name("resume.pt"),
                 device=device, num_workers=num_workers)
+
+
+def materialise(spec: ModelSpec, checkpoint: str | Path, history: str | Path) -> None:
+    """The checkpoint of a classifier evaluated without training: its weights file loaded through timm's or
+    torchvision's own loader (paradigm ``pretrained``; a file that does not fit the architecture raises
+    CheckpointError naming it) or its default initialisation seeded with the run number (``random``), written
+    as csfbench's weights-only checkpoint (encoder + head).  The history records that nothing was trained."""
+    model = build_model(spec)
+    n_params = sum(p.numel() for p in model.parameters())
+    atomic_torch_save(model.state_dict(), Path(checkpoint))
+    source = spec.weights["file"] if spec.paradigm == "pretrained" else f"default initialisation, seed {spec.run}"
+    with atomic_path(history) as tmp, open(tmp, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["stage", "epoch", "parameters", "weights"])
+        writer.writerow([spec.paradigm, 0, n_params, source])
+    log.info("%s/%s: %s classifier %s (%d parameters) from %s, not trained", spec.source, spec.model, spec.library,
+             spec.arch["name"], n_params, source)
 
 
 def pretrain(spec: ModelSpec, out_file: str | Path, history: str | Path) -> None:

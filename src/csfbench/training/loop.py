@@ -114,7 +114,7 @@ def train_model(spec: ModelSpec, train_set: ImageSet, val_set: ImageSet, checkpo
     stages = build_stages(spec, steps_per_epoch)
     aug = optim["augment"]
     grad_clip = float(optim["grad_clip"])
-    val_loader = make_loader(val_set, spec.image_size, batch_size, num_workers=num_workers)
+    val_loader = make_loader(val_set, spec.image_size, batch_size, num_workers=num_workers, **spec.loader_geometry)
     scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda" and not torch.cuda.is_bf16_supported())
 
     my_hash = spec_hash(spec.to_dict())
@@ -150,7 +150,7 @@ def train_model(spec: ModelSpec, train_set: ImageSet, val_set: ImageSet, checkpo
             torch.manual_seed(epoch_seed)
             generator = torch.Generator().manual_seed(epoch_seed)
             loader = make_loader(train_set, spec.image_size, batch_size, shuffle=True, seed=epoch_seed,
-                                 num_workers=num_workers)
+                                 num_workers=num_workers, **spec.loader_geometry)
             run_loss, run_correct, run_count = 0.0, 0, 0
             for images, labels, _ in loader:
                 if scheduler.last_epoch >= total_steps:
