@@ -16,6 +16,7 @@ from csfbench.csf.engine import resolved_budgets
 from csfbench.csf.projection import GROUP_VARIANTS
 from csfbench.csf.registry import CSFS
 from csfbench.errors import ConfigError
+from csfbench.evaluation import FPR_METRIC, conformal_metric
 from csfbench.ids import ModelId
 from csfbench.metrics import DEFAULT_METRICS as METRICS
 from csfbench.seeds import derive_seed
@@ -329,7 +330,7 @@ def agree_partner(config: dict, model: ModelId | str) -> str | None:
 def check_selections(config: dict, origin: str) -> None:
     """Names that select parts of the grid must exist, or a typo would silently shrink the study:
     ``shifts.sources``/``shifts.models``, ``figures.rc_curves.models``, and the metrics of
-    ``ranking.metric_groups`` and ``figures.table_metric``.  Raises ConfigError naming the key, the valid
+    ``ranking.metric_groups`` (a conformal metric of a configured band and δ included) and ``figures.table_metric``.  Raises ConfigError naming the key, the valid
     names and, where there is one, the closest match."""
     sources = list(config["sources"])
     models = {str(m) for _, m in iter_models(config)}
@@ -341,9 +342,12 @@ def check_selections(config: dict, origin: str) -> None:
     for source, model in config["figures"]["rc_curves"]["models"].items():
         _require(source, sources, f"figures/rc_curves/models/{source}", origin)
         _require(model, [str(m) for m in model_ids(config, source)], f"figures/rc_curves/models/{source}", origin)
+    conformal = config["conformal"]
+    corrected = [conformal_metric(base, method, delta) for base in ("auroc", *FPR_METRIC.values())
+                 for method in conformal["methods"] for delta in conformal["delta"]] if conformal["enabled"] else []
     for group, metrics in config["ranking"]["metric_groups"].items():
         for metric in metrics:
-            _require(metric, METRICS, f"ranking/metric_groups/{group}", origin)
+            _require(metric, [*METRICS, *corrected], f"ranking/metric_groups/{group}", origin)
     _require(config["figures"]["table_metric"], METRICS, "figures/table_metric", origin)
 
 

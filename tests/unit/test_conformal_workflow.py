@@ -186,3 +186,16 @@ def test_band_widths_shrink_with_n():
         assert (np.diff(part["width"].to_numpy()) < 0).all() and (part["width"] > 0).all()
     dkwm = widths[widths["method"] == "dkwm"].set_index("n")["width"]
     assert dkwm[500] == pytest.approx(np.sqrt(np.log(2 / 0.05) / 1000) + 1 / 500 * 0, abs=2 / 500)
+
+
+def test_ranking_groups_may_name_the_configured_conformal_metrics():
+    from csfbench.grid import check_selections
+
+    config = demo_config(None)
+    config["conformal"] = {"enabled": True, "methods": ["dkwm"], "delta": [0.05]}
+    config["ranking"] = {"metric_groups": {"rc": ["augrc"], "conformal_auroc": ["auroc@dkwm@0.05"]},
+                         "schemes": {"semantic": "conformal"}}
+    check_selections(validate_config(config), "test")
+    config["ranking"]["metric_groups"]["conformal_auroc"] = ["auroc@simes@0.05"]  # a band the config lacks
+    with pytest.raises(ConfigError, match="ranking/metric_groups/conformal_auroc.*did you mean 'auroc@dkwm@0.05'"):
+        check_selections(validate_config(config), "test")
