@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 CORES ?= 2
 SNAKEMAKE := $(BIN)/snakemake --cores $(CORES)
 
-.PHONY: setup demo test lint dry-run-paper clean-demo manifest verify
+.PHONY: setup demo run report test lint dry-run-paper clean-demo manifest verify
 
 # The venv is (re)built when missing or when the dependency files change.  The constraints file
 # keeps the CPU torch of CPU-only machines (see README "Set-up" for GPU machines).
@@ -24,6 +24,23 @@ demo: setup
 	$(BIN)/snakemake --configfile config/config.yaml --report results/report.html
 	@echo "$(CURDIR)/results/report.html"
 
+# A run of your own config in a folder of its own (docs/own-data.md): `make run CONFIG=my.yaml RESULTS=runs/my`
+# writes runs/my/results/ (report included) and never touches the demo's results/; `make report` rebuilds the
+# report of that run with the same config and folder.
+CONFIG ?= config/config.yaml
+RESULTS ?= .
+RUN_SNAKEMAKE = $(BIN)/snakemake -s $(CURDIR)/Snakefile --directory $(RESULTS) --configfile $(abspath $(CONFIG))
+
+run: setup
+	$(RUN_SNAKEMAKE) --cores $(CORES)
+	$(BIN)/csfbench summary --results $(RESULTS)/results
+	$(RUN_SNAKEMAKE) --report results/report.html
+	@echo "$(abspath $(RESULTS))/results/report.html"
+
+report: setup
+	$(RUN_SNAKEMAKE) --report results/report.html
+	@echo "$(abspath $(RESULTS))/results/report.html"
+
 test: setup
 	$(BIN)/python -m pytest
 
@@ -33,14 +50,13 @@ lint: setup
 # Artifact reproduction: `make manifest` records sha256 content hashes of results/ with their provenance
 # (config hash, git commit, package versions); `make verify` recomputes them and names every file that
 # differs (MANIFEST= a manifest from another run, e.g. a colleague's).
-CONFIG ?= config/config.yaml
-MANIFEST ?= results/manifest.json
+MANIFEST ?= $(RESULTS)/results/manifest.json
 
 manifest: setup
-	$(BIN)/csfbench manifest write --results results --config $(CONFIG) --output $(MANIFEST)
+	$(BIN)/csfbench manifest write --results $(RESULTS)/results --config $(CONFIG) --output $(MANIFEST)
 
 verify: setup
-	$(BIN)/csfbench manifest verify --results results --config $(CONFIG) --manifest $(MANIFEST)
+	$(BIN)/csfbench manifest verify --results $(RESULTS)/results --config $(CONFIG) --manifest $(MANIFEST)
 
 dry-run-paper: setup
 	$(BIN)/snakemake -n --quiet rules --configfile config/paper.yaml

@@ -66,7 +66,6 @@ import json
 import logging
 import os
 import platform
-import resource
 import shutil
 import sys
 import time
@@ -79,6 +78,8 @@ from unittest import mock
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import numpy as np
+
+from bench_memory import proc_status, reset_peak
 
 from csfbench.csf import engine
 from csfbench.csf import logit_scores as ls
@@ -170,28 +171,16 @@ class PeakRss:
 
     def __init__(self):
         self.open: dict[str, list[int]] = {}
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-            self.exact = True
-        except OSError:
-            self.exact = False
+        self.exact = reset_peak()
 
-    @staticmethod
-    def _status(field: str) -> int:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field):
-                    return int(line.split()[1]) * 1024
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    _status = staticmethod(proc_status)
 
     def checkpoint(self) -> None:
         hwm = self._status("VmHWM:")
         for entry in self.open.values():
             entry[1] = max(entry[1], hwm)
         if self.exact:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
+            reset_peak()
 
     def begin(self, key: str) -> None:
         self.checkpoint()

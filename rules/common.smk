@@ -272,3 +272,41 @@ def proximity_embed_params(wildcards):
 def static_regimes(wildcards):
     ood = config["sources"][wildcards.source]["ood"]
     return json.dumps({n: ood[n].get("regime") for n in semantic_sets(wildcards.source)})
+
+
+# ---- conformal evaluation (rules/conformal.smk)
+CONFORMAL = config["conformal"]
+CONFORMAL_FIT = json.dumps({k: v for k, v in CONFORMAL.items() if k not in ("figure", "prediction_sets")},
+                           sort_keys=True)
+
+
+def conformal_band_files():
+    """{(method, delta): band file} of the configured bands, for the calibration size n_cal."""
+    n_mc, seed = CONFORMAL["n_mc"], CONFORMAL["seed"]
+    return {(method, delta): paths.conformal_band(CONFORMAL["calibration"]["n_cal"], delta, method, n_mc, seed)
+            for method in CONFORMAL["methods"] for delta in CONFORMAL["delta"]}
+
+
+def conformal_groups():
+    return list(config["csf"]["groups"]) + ([paths.NETWORK_GROUP] if NETWORK_CSF["methods"] else [])
+
+
+def conformal_inputs(wildcards):
+    groups = conformal_groups()
+    return {"scores": [paths.scores(wildcards.source, wildcards.model, g) for g in groups],
+            "metrics": [paths.metrics(wildcards.source, wildcards.model, g) for g in groups],
+            "bands": list(conformal_band_files().values())}
+
+
+def conformal_metric_files():
+    if not CONFORMAL["enabled"]:
+        return []
+    return [paths.conformal_metrics(source, str(model)) for source, model in grid.iter_models(config)]
+
+
+def conformal_outputs():
+    if not CONFORMAL["enabled"]:
+        return []
+    return ([paths.prediction_sets(source, str(model)) for source, model in grid.iter_models(config)]
+            + [paths.figure(f"conformal_{source}.png") for source in SOURCES]
+            + [paths.table(f"conformal_{name}_{source}.csv") for source in SOURCES for name in ("table1", "table2")])

@@ -2,41 +2,6 @@
 # (n, delta, method, Monte-Carlo size, seed) and cached as files; per model, conformal metric rows of every CSF
 # variant on every shifted set (scheme `conformal`, merged into the results table) and conformal prediction
 # sets; the report's figure and tables.  `conformal.enabled: false` leaves the stage without jobs.
-CONFORMAL = config["conformal"]
-CONFORMAL_FIT = json.dumps({k: v for k, v in CONFORMAL.items() if k not in ("figure", "prediction_sets")},
-                           sort_keys=True)
-
-
-def conformal_band_files():
-    """{(method, delta): band file} of the configured bands, for the calibration size n_cal."""
-    n_mc, seed = CONFORMAL["n_mc"], CONFORMAL["seed"]
-    return {(method, delta): paths.conformal_band(CONFORMAL["calibration"]["n_cal"], delta, method, n_mc, seed)
-            for method in CONFORMAL["methods"] for delta in CONFORMAL["delta"]}
-
-
-def conformal_groups():
-    return list(config["csf"]["groups"]) + ([paths.NETWORK_GROUP] if NETWORK_CSF["methods"] else [])
-
-
-def conformal_inputs(wildcards):
-    groups = conformal_groups()
-    return {"scores": [paths.scores(wildcards.source, wildcards.model, g) for g in groups],
-            "metrics": [paths.metrics(wildcards.source, wildcards.model, g) for g in groups],
-            "bands": list(conformal_band_files().values())}
-
-
-def conformal_metric_files():
-    if not CONFORMAL["enabled"]:
-        return []
-    return [paths.conformal_metrics(source, str(model)) for source, model in grid.iter_models(config)]
-
-
-def conformal_outputs():
-    if not CONFORMAL["enabled"]:
-        return []
-    return ([paths.prediction_sets(source, str(model)) for source, model in grid.iter_models(config)]
-            + [paths.figure(f"conformal_{source}.png") for source in SOURCES]
-            + [paths.table(f"conformal_{name}_{source}.csv") for source in SOURCES for name in ("table1", "table2")])
 
 
 rule conformal_band:

@@ -1,4 +1,4 @@
-"""The ``csfbench`` command line: ``validate``, ``inspect``, ``summary``, ``rank``, ``manifest``."""
+"""The ``csfbench`` command line: ``init``, ``formats``, ``validate``, ``inspect``, ``summary``, ``rank``, ``manifest``."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +6,33 @@ import sys
 from pathlib import Path
 
 from csfbench.errors import CsfbenchError
+
+
+def _init(args: argparse.Namespace) -> int:
+    from csfbench.init_config import run_init
+
+    print(run_init(args.data_root, args.output, args.results, args.force))
+    return 0
+
+
+def _formats(args: argparse.Namespace) -> int:
+    from csfbench.data.formats import FORMATS
+
+    chosen = args.format or list(FORMATS)
+    unknown = [name for name in chosen if name not in FORMATS]
+    if unknown:
+        print(f"unknown format(s) {unknown}; known: {', '.join(FORMATS)}", file=sys.stderr)
+        return 2
+    for name in chosen:
+        fmt = FORMATS[name]
+        splits = ", ".join(fmt.splits) if fmt.splits else "one (the split is ignored)"
+        options = ", ".join(fmt.options) or "none"
+        optional = f"; optional: {', '.join(fmt.optional)}" if fmt.optional else ""
+        labels = "labelled" if fmt.labelled else "unlabelled (label -1)"
+        print(f"{name}  [splits: {splits}; options: {options}{optional}; {labels}]")
+        print("\n".join(f"    {line}" for line in fmt.expected_layout.strip().splitlines()))
+        print()
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -95,6 +122,17 @@ def _manifest(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="csfbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("init", help="scan a data folder and write a starter config for it (docs/own-data.md)")
+    p.add_argument("data_root", help="the folder holding the datasets (scanned one or two levels deep)")
+    p.add_argument("--output", "-o", default="my.yaml", help="the config file to write (default: my.yaml)")
+    p.add_argument("--results", metavar="DIR",
+                   help="the run's own folder (snakemake --directory DIR; results land in DIR/results) named in "
+                        "the printed commands and the config's header (default: runs/<output's stem>)")
+    p.add_argument("--force", action="store_true", help="replace an existing --output file")
+    p.set_defaults(func=_init)
+    p = sub.add_parser("formats", help="the on-disk dataset formats csfbench reads, with their expected layouts")
+    p.add_argument("format", nargs="*", help="formats to describe (default: all)")
+    p.set_defaults(func=_formats)
     p = sub.add_parser("validate", help="validate a config file against config/schema.yaml")
     p.add_argument("config")
     p.set_defaults(func=_validate)

@@ -21,7 +21,7 @@ ROOT_PACKAGE = "csfbench"
 # arguments and must not reach for the workflow configuration or the file layout of a run.
 DOMAIN_PACKAGES = (
     "csf", "metrics", "stats", "geometry", "proximity", "shifts", "attacks", "projnorm",
-    "data", "features", "models", "training", "aggregate", "report", "network_csf",
+    "data", "features", "models", "training", "aggregate", "report", "network_csf", "analysis",
 )  # fmt: skip
 WORKFLOW_MODULES = ("config", "settings", "grid", "targets", "paths", "jobs", "stages")
 

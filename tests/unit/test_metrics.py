@@ -422,3 +422,56 @@ def test_evaluate_omits_undefined_metrics_with_warning(caplog):
 def test_evaluate_unknown_metric():
     with pytest.raises(ValueError, match="unknown metric"):
         m.evaluate(m.build_scheme("misclf", [0.1, 0.2], [0, 1]), ("aurc", "auc"))
+
+
+# ---------------------------------------------------------------- schemes of Yang et al. (ICLR 2024)
+
+
+def test_scheme_order_keeps_the_first_four():
+    assert m.SCHEMES[:4] == ("misclf", "correct_vs_ood", "newclass", "failure")
+    assert m.SCHEMES[4:] == ("incorrect_vs_ood", "failure_pooled", "shiftdetect")
+
+
+def test_scheme_incorrect_vs_ood_keeps_id_errors_as_positives():
+    d = m.build_scheme("incorrect_vs_ood", [0.9, 0.8, 0.3, 0.6], [1, 1, 0, 0], SHIFT_CONF)
+    np.testing.assert_array_equal(d.confidence, [0.3, 0.6, 0.5, 0.1])
+    np.testing.assert_array_equal(d.residual, [0, 0, 1, 1])
+    assert (d.n_pos, d.n_neg, d.weight) == (2, 2, None)
+    # pairs (0.3 | 0.5, 0.1) and (0.6 | 0.5, 0.1): 3 of 4 won
+    assert m.evaluate(d, ("auroc",))["auroc"] == pytest.approx(0.75)
+
+
+def test_scheme_failure_pooled_is_failure_without_weights():
+    rng = np.random.default_rng(3)
+    conf, correct, shift = rng.integers(0, 6, 40) / 6, rng.random(40) < 0.6, rng.integers(0, 6, 15) / 6
+    pooled = m.build_scheme("failure_pooled", conf, correct, shift)
+    weighted = m.build_scheme("failure", conf, correct, shift)
+    np.testing.assert_array_equal(pooled.confidence, weighted.confidence)
+    np.testing.assert_array_equal(pooled.residual, weighted.residual)
+    assert pooled.weight is None and (pooled.n_pos, pooled.n_neg) == (weighted.n_pos, weighted.n_neg)
+    got = m.evaluate(pooled, ("auroc",))["auroc"]
+    assert got == pytest.approx(brute_force_auroc(pooled.confidence, pooled.residual))
+    assert got == pytest.approx(roc_auc_score(1 - pooled.residual, pooled.confidence))
+
+
+def test_scheme_shiftdetect_builds_the_newclass_set_and_needs_no_correctness():
+    d = m.build_scheme("shiftdetect", ID_CONF, ID_CORRECT, SHIFT_CONF)
+    n = m.build_scheme("newclass", ID_CONF, ID_CORRECT, SHIFT_CONF)
+    np.testing.assert_array_equal(d.confidence, n.confidence)
+    np.testing.assert_array_equal(d.residual, n.residual)
+    assert (d.n_pos, d.n_neg, d.weight, d.scheme) == (3, 2, None, "shiftdetect")
+    free = m.build_scheme("shiftdetect", ID_CONF, None, SHIFT_CONF)
+    np.testing.assert_array_equal(free.residual, d.residual)
+    with pytest.raises(ValueError, match="needs shift_confidence"):
+        m.build_scheme("shiftdetect", ID_CONF, None)
+    with pytest.raises(ValueError):
+        m.build_scheme("newclass", ID_CONF, None, SHIFT_CONF)  # correctness still required there
+
+
+def test_new_schemes_input_errors():
+    with pytest.raises(ValueError, match="shifted set is empty"):
+        m.build_scheme("incorrect_vs_ood", ID_CONF, ID_CORRECT, [])
+    with pytest.raises(ValueError, match="needs shift_confidence"):
+        m.build_scheme("failure_pooled", ID_CONF, ID_CORRECT)
+    with pytest.raises(ValueError, match="id_correct must hold only 0/1"):
+        m.build_scheme("incorrect_vs_ood", ID_CONF, [1, 2, 0], SHIFT_CONF)

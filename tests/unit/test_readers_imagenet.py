@@ -512,3 +512,15 @@ def test_iconic444_malformed_manifest(tmp_path):
     manifest.unlink()
     (written.root / "manifest.parquet").unlink()
     raises("iconic444", manifest, "file not found (nor manifest.parquet)", call)
+
+
+def test_the_formats_command_prints_every_layout(capsys):
+    from csfbench.cli import main
+    from csfbench.data.formats import FORMATS
+
+    assert main(["formats"]) == 0
+    out = capsys.readouterr().out
+    for name, fmt in FORMATS.items():
+        assert f"{name}  [splits:" in out and fmt.expected_layout.strip().splitlines()[0] in out
+    assert main(["formats", "imglist"]) == 0 and "imglist  [" in capsys.readouterr().out
+    assert main(["formats", "cifar11"]) == 2 and "unknown format(s) ['cifar11']" in capsys.readouterr().err

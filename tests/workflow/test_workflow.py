@@ -13,7 +13,7 @@ import yaml
 from csfbench import paths
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
-from csfbench.evaluation import COLUMNS
+from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS
 from csfbench.features.store import validate_feature_file
 from csfbench.grid import (adversarial_sets, corruption_sets, eval_datasets, iter_models, projnorm_sets,
                            scored_datasets, study_models)
@@ -78,7 +78,7 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
                 aurc = rows[rows.metric == "aurc"]["value"]
                 assert ((aurc >= 0) & (aurc <= 1)).all()
     results = pd.read_parquet(workdir / "results/results.parquet")
-    assert list(results.columns) == COLUMNS and results["source"].unique().tolist() == ["demo10"]
+    assert list(results.columns) == COLUMNS + CONFORMAL_COLUMNS and results["source"].unique().tolist() == ["demo10"]
     selected = pd.read_csv(workdir / "results/tables/selected_configurations.csv")
     assert len(selected) > 0 and set(selected["dropout"]) <= {1, 0}
 
@@ -180,8 +180,8 @@ def test_summary_lists_models_and_files(micro_run):
     # + the shift study (micro.yaml `shifts`): the AgreeScore partner (run 2) and the dg model's 3 corruption
     # and 1 adversarial sets, each extracted; their scores and metric rows are in the dg model's files
     assert "4 models, 19 feature files" in proc.stdout
-    # 3 models × (3 fit groups + the network-pass CSFs' group): one file per model and group
-    assert re.search(r"^12 metric files", proc.stdout, re.M)
+    # 3 models × (3 fit groups + the network-pass CSFs' group + the conformal rows): one file per model and group
+    assert re.search(r"^15 metric files", proc.stdout, re.M)
     assert "vgg13_dg_do1_rew2.2_run1" in proc.stdout
 
 

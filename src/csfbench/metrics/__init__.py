@@ -5,7 +5,7 @@ in-distribution); ``residual`` is the loss of a prediction in [0, 1], ``1 - corr
 classification, so 0 = success and 1 = failure.  Values are fractions in [0, 1] (AURC/AUGRC are
 stored unscaled; tables display them ×1000).  Bad input raises :class:`MetricInputError` (a
 ``ValueError``); a metric that needs both classes raises :class:`UndefinedMetricError` on a
-single-class set.  :mod:`~csfbench.metrics.schemes` builds the evaluation sets of the four schemes.
+single-class set.  :mod:`~csfbench.metrics.schemes` builds the evaluation sets of the failure schemes.
 """
 from csfbench.metrics._inputs import MetricInputError, UndefinedMetricError
 from csfbench.metrics.classification import aupr_in, aupr_out, auroc, ece, fpr_at_tpr, mce

@@ -1,22 +1,48 @@
-"""Evaluation schemes: who counts as a failure (Claros-Olivares & Brockmeier, §4.1; Yang et al., ICLR 2024,
-Table 1 and App. E; docs/methods.md).
+"""Evaluation schemes: who counts as a failure (Claros-Olivares & Brockmeier, §4.1; Yang, Zhang &
+Russakovsky, "ImageNet-OOD: Deciphering Modern Out-of-Distribution Detection Algorithms", ICLR 2024,
+Tables 1 and 4, App. E; docs/methods.md).
 
 A scheme turns one ID-role set (``id_*``: the clean ID test set or a covariate-shifted set, with
 per-sample correctness) and optionally one shifted set (``shift_confidence``: every sample of it is a
-failure, labels are not used) into one ``(confidence, residual)`` evaluation set, ID samples first:
+failure, labels are not used) into one ``(confidence, residual)`` evaluation set, ID samples first.
+"Success" (residual 0) means the positive class of AUROC, the class a detector should score higher:
 
-==================  =============================  ===========================================  =================
-scheme              successes (residual 0)         failures (residual 1)                        weights
-==================  =============================  ===========================================  =================
-``misclf``          correct ID                     incorrect ID (no shifted set allowed)        none
-``correct_vs_ood``  correct ID                     every shifted sample; incorrect ID dropped   none
-``newclass``        all ID                         every shifted sample                         none
-``failure``         correct ID                     incorrect ID and every shifted sample        1/n_id, 1/n_shift
-==================  =============================  ===========================================  =================
+====================  =============================  ===========================================  =================
+scheme                successes (residual 0)         failures (residual 1)                        weights
+====================  =============================  ===========================================  =================
+``misclf``            correct ID                     incorrect ID (no shifted set allowed)        none
+``correct_vs_ood``    correct ID                     every shifted sample; incorrect ID dropped   none
+``newclass``          all ID                         every shifted sample                         none
+``failure``           correct ID                     incorrect ID and every shifted sample        1/n_id, 1/n_shift
+``incorrect_vs_ood``  incorrect ID                   every shifted sample; correct ID dropped     none
+``failure_pooled``    correct ID                     incorrect ID and every shifted sample        none
+``shiftdetect``       all ID                         every shifted sample                         none
+====================  =============================  ===========================================  =================
 
 The ``failure`` weights give the ID set and the shifted set equal total mass (as in Yang et al.'s
 evaluation code) and are used by AUROC only.  The risk–coverage metrics, FPR@TPR, AUPR and ECE/MCE are
 unweighted, like FD-Shifts (whose RC code takes no weights), so they see the pooled set.
+``failure_pooled`` is the same set without weights (every sample counts once, so the larger of the
+two sets dominates AUROC too).
+
+``correct_vs_ood``, ``incorrect_vs_ood`` and ``misclf`` give the three conditional AUROCs of Yang et
+al.'s App. E / Table 4 (A_co, A_io, A_ci; :mod:`csfbench.analysis.decomposition`).  In
+``incorrect_vs_ood`` the misclassified ID samples are the *positives* (residual 0): the residual there
+is the role in the comparison, not the correctness of a prediction, so its risk–coverage and
+calibration values have no failure-detection meaning (AUROC, FPR@TPR and AUPR do).
+
+``shiftdetect`` builds exactly the evaluation set of ``newclass`` (all of the ID-role set against all
+of the shifted set, no weights); the two differ in which sets play the roles.  ``newclass`` is
+Yang et al.'s new-class detection: any labelled set (the ID test split or a covariate-shifted set) in
+the ID role against a *semantic* set.  ``shiftdetect`` asks whether a score separates the *clean ID
+reference set* from any shifted set, covariate or semantic, as in their distance-controlled AUROC
+(§4.2, Fig. 3) and random-network check (§4.2, Fig. 4); correctness plays no part, so
+``id_correct`` may be None for it.  The roles are the caller's to keep: the function cannot tell
+which set is which.
+
+Yang et al.'s false rejection at a transferred threshold (Table 2) is not an evaluation set of its
+own but a statistic over the ``correct_vs_ood`` set (the correct ID-role samples below the q-quantile
+of the semantic set's confidences): :func:`csfbench.analysis.frr.false_rejection_rate`.
 """
 from __future__ import annotations
 
@@ -31,7 +57,9 @@ from csfbench.metrics._inputs import MetricInputError, UndefinedMetricError, che
 
 log = logging.getLogger(__name__)
 
-SCHEMES = ("misclf", "correct_vs_ood", "newclass", "failure")
+SCHEMES = ("misclf", "correct_vs_ood", "newclass", "failure", "incorrect_vs_ood", "failure_pooled", "shiftdetect")
+#: schemes whose ID-role samples all count as successes, whatever their correctness
+_ALL_ID_SUCCESS = ("newclass", "shiftdetect")
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,13 +95,17 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 def build_scheme(scheme: str, id_confidence, id_correct, shift_confidence=None) -> SchemeData:
     """Compose the evaluation set of ``scheme`` (see the module table); ID samples come first.
 
-    ``id_correct`` marks correct ID predictions (bool or 0/1).  ``misclf`` takes the ID set alone and
-    ``shift_confidence`` must be None; the other schemes need a non-empty ``shift_confidence``.
+    ``id_correct`` marks correct ID predictions (bool or 0/1); for ``shiftdetect`` it may be None
+    (unused).  ``misclf`` takes the ID set alone and ``shift_confidence`` must be None; the other
+    schemes need a non-empty ``shift_confidence``.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; expected one of {SCHEMES}")
     id_conf = finite_1d(id_confidence, "id_confidence")
-    correct = _correct_flags(id_correct, id_conf.size)
+    if scheme == "shiftdetect" and id_correct is None:
+        correct = np.ones(id_conf.size, dtype=bool)
+    else:
+        correct = _correct_flags(id_correct, id_conf.size)
     if scheme == "misclf":
         if shift_confidence is not None:
             raise ValueError("scheme 'misclf' evaluates the ID set alone; shift_confidence must be None")
@@ -85,8 +117,16 @@ def build_scheme(scheme: str, id_confidence, id_correct, shift_confidence=None) 
         if shift.size == 0:
             raise MetricInputError(f"scheme {scheme!r}: the shifted set is empty")
 
-    keep = correct if scheme == "correct_vs_ood" else np.ones(id_conf.size, dtype=bool)
-    id_residual = np.zeros(id_conf.size) if scheme == "newclass" else (~correct).astype(np.float64)
+    if scheme == "correct_vs_ood":
+        keep = correct
+    elif scheme == "incorrect_vs_ood":
+        keep = ~correct
+    else:
+        keep = np.ones(id_conf.size, dtype=bool)
+    if scheme in _ALL_ID_SUCCESS or scheme == "incorrect_vs_ood":
+        id_residual = np.zeros(id_conf.size)  # every kept ID-role sample is a positive
+    else:
+        id_residual = (~correct).astype(np.float64)
     confidence = np.concatenate([id_conf[keep], shift])
     residual = np.concatenate([id_residual[keep], np.ones(shift.size)])
     confidence, residual = check_pair(confidence, residual)  # raises on an empty set
