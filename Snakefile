@@ -40,6 +40,7 @@ include: "rules/shifts.smk"
 include: "rules/adversarial.smk"
 include: "rules/projnorm.smk"
 include: "rules/conformal.smk"
+include: "rules/analyses.smk"
 include: "rules/aggregate.smk"
 include: "rules/ranking.smk"
 include: "rules/figures.smk"
@@ -57,4 +58,5 @@ rule all:
         nc_tables=nc_tables(),
         proximity_tables=proximity_outputs(),
         conformal=conformal_outputs(),
+        analyses=analysis_outputs(),
     localrule: True

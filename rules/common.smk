@@ -310,3 +310,10 @@ def conformal_outputs():
     return ([paths.prediction_sets(source, str(model)) for source, model in grid.iter_models(config)]
             + [paths.figure(f"conformal_{source}.png") for source in SOURCES]
             + [paths.table(f"conformal_{name}_{source}.csv") for source in SOURCES for name in ("table1", "table2")])
+
+
+# ---- pair analyses (rules/analyses.smk)
+def analysis_outputs():
+    if not config["analyses"]["enabled"]:
+        return []
+    return [paths.figure(f"pairs_{source}.png") for source in SOURCES if "none" in config["csf"]["groups"]]

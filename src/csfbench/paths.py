@@ -92,6 +92,17 @@ def prediction_sets(source: str = _S, model: str = _M) -> str:
     return f"{RESULTS}/conformal/{source}/{model}/prediction_sets.parquet"
 
 
+# ---- pair analyses (rules/analyses.smk)
+def analysis_table(name: str, source: str = _S) -> str:
+    """A table of a source's pair analyses (``decomposition``, ``pair_grid``, ``frr``, ``random_check``; CSV)."""
+    return f"{RESULTS}/tables/analyses/{name}_{source}.csv"
+
+
+def pair_rankings(source: str = _S) -> str:
+    """The CSFs' cliques over (model, pair) blocks of a source (JSON)."""
+    return f"{RESULTS}/tables/analyses/pair_rankings_{source}.json"
+
+
 # ---- geometry, proximity
 def nc_records(source: str = _S, model: str = _M) -> str:
     return f"{RESULTS}/geometry/{source}/{model}/nc.csv"

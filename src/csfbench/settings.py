@@ -138,6 +138,7 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     _check_source_training(config, origin)
     _check_references(config, origin)
     _check_conformal(config["conformal"], origin)
+    _check_analyses(config, origin)
     if rules is not None:
         _check_resource_rules(config["resources"], sorted(rules), origin)
     return config
@@ -308,6 +309,23 @@ def _check_conformal(conformal: dict, origin: str) -> None:
     if asymptotic and calibration["n_cal"] < MIN_N_ASYMPTOTIC:
         raise ConfigError("conformal/calibration/n_cal", f"at least {MIN_N_ASYMPTOTIC} for the band(s) {asymptotic} "
                           "(their c_n needs log log log n >= 0)", calibration["n_cal"], origin)
+
+
+def _check_analyses(config: dict, origin: str) -> None:
+    """The pair analyses name CSFs of the registry (a flavour such as ``MLS@T1`` by its base name) and pairs of
+    catalogue datasets (the ID role may also be the ID test split)."""
+    from csfbench.csf.registry import BY_NAME
+
+    analyses = config["analyses"]
+    named = [("analyses/reference_csf", analyses["reference_csf"])]
+    named += [(f"analyses/csfs/{i}", name) for i, name in enumerate(analyses["csfs"] or ())]
+    for key, name in named:
+        if name.split("@", 1)[0] not in BY_NAME:
+            raise ConfigError(key, f"a CSF name of {sorted(BY_NAME)}", name, origin)
+    for i, pair in enumerate(analyses["pairs"]):
+        for role, allowed in (("id", ["test", *config["datasets"]]), ("ood", list(config["datasets"]))):
+            if pair[role] not in allowed:
+                raise ConfigError(f"analyses/pairs/{i}/{role}", f"one of {sorted(allowed)}", pair[role], origin)
 
 
 def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:

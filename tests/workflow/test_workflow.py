@@ -155,6 +155,33 @@ def test_conformal_stage_writes_bands_rows_prediction_sets_and_report_files(micr
         assert set(table2.index) == set(settings["prediction_sets"]["scores"])
 
 
+def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
+    """rules/analyses.smk on the micro run: every (model, CSF, pair) cell with its identities holding, the pair
+    grid (ID test split and each covariate set against each semantic set), the false-rejection rows and the
+    cliques over (model, pair) blocks."""
+    workdir, _, _ = micro_run
+    config = load_config(MICRO)
+    cells = pd.read_csv(workdir / paths.analysis_table("decomposition", "demo10"))
+    covariate = sorted(corruption_sets(config, "demo10"))
+    pairs = {(i, o) for i in ["test", *covariate] for o in ("near", "noise")}
+    study = {str(m) for s, m in study_models(config)}
+    for model, part in cells.groupby("model"):
+        expected = pairs if model in study else {(i, o) for i, o in pairs if i == "test"}
+        assert set(zip(part["id_set"], part["ood_set"])) == expected, model
+    defined = cells.dropna(subset=["a_co", "a_io", "a_ci"])
+    assert len(defined) and np.allclose(defined["newclass"], defined["newclass_from_parts"], atol=1e-9)
+    assert np.allclose(defined["failure"], defined["failure_from_parts"], atol=1e-9)
+    grid_table = pd.read_csv(workdir / paths.analysis_table("pair_grid", "demo10"), index_col=0)
+    assert {"test / near", f"{covariate[0]} / noise", "test / near Δ"} <= set(grid_table.columns)
+    assert grid_table.loc["MSR", "test / near Δ"] == 0.0
+    frr = pd.read_csv(workdir / paths.analysis_table("frr", "demo10"))
+    assert set(frr["semantic_set"]) == {"near", "noise"} and frr["frr"].between(0, 1).all()
+    assert set(frr["q"]) == {config["analyses"]["frr_quantile"]}
+    rankings = json.loads((workdir / paths.pair_rankings("demo10")).read_text())
+    assert rankings["status"] == "ok" and "MSR" in rankings["mean_ranks"]
+    assert (workdir / paths.figure("pairs_demo10.png")).stat().st_size > 10_000
+
+
 def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     workdir, _, _ = micro_run
     config = yaml.safe_load(MICRO.read_text())
@@ -166,7 +193,7 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     # embeddings and regimes are redone (one job each per source), the NC records are not
     assert scheduled_jobs(workdir, extended) == {
         "index_dataset": 1, "extract_features": 3, "score_csf": 9, "aggregate_results": 1, "all": 1,
-        "network_csf": 3, "conformal_metrics": 3, "conformal_report": 1,
+        "network_csf": 3, "conformal_metrics": 3, "conformal_report": 1, "pair_analyses": 1,
         "proximity_embed": 1, "proximity_regimes": 1,
         # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
         "rank_csfs": 1, "conover_heatmap": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,

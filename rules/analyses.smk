@@ -1,0 +1,35 @@
+# Pair analyses (Yang, Zhang & Russakovsky, "ImageNet-OOD", ICLR 2024): one job per source over the scores of
+# its models (fit group `none`): the A_co/A_io/A_ci decomposition of every (ID-role, OOD-role) pair with its
+# identities checked, the pair grid, cliques over (model, pair) blocks, transferred-threshold false rejection
+# and the random-network check.  `analyses.enabled: false` leaves the stage without jobs.
+
+
+rule pair_analyses:
+    input:
+        scores=lambda w: [paths.scores(w.source, str(m), "none") for m in grid.model_ids(config, w.source)],
+    output:
+        decomposition=paths.analysis_table("decomposition"),
+        pair_grid=report(paths.analysis_table("pair_grid"), caption="../report/table_pair_grid.rst",
+                         category="Pair analyses"),
+        frr=report(paths.analysis_table("frr"), caption="../report/table_frr.rst", category="Pair analyses"),
+        random_check=report(paths.analysis_table("random_check"), caption="../report/table_random_check.rst",
+                            category="Pair analyses"),
+        rankings=paths.pair_rankings(),
+        png=report(paths.figure("pairs_{source}.png"), caption="../report/figure_pairs.rst",
+                   category="Pair analyses"),
+        pdf=paths.figure("pairs_{source}.pdf"),
+    params:
+        settings=config["analyses"],
+        alpha=config["ranking"]["alpha"],
+    log:
+        paths.log("analyses", "{source}"),
+    benchmark:
+        paths.benchmark("analyses", "{source}")
+    conda:
+        "../envs/csfbench.yaml"
+    threads: res("pair_analyses", "threads")
+    resources:
+        mem_mb=res("pair_analyses", "mem_mb"),
+        runtime=res("pair_analyses", "runtime"),
+    script:
+        "../workflow_scripts/pair_analyses.py"

@@ -1,0 +1,121 @@
+"""Job of ``rules/analyses.smk``: the analyses of Yang, Zhang & Russakovsky, "ImageNet-OOD: Deciphering Modern
+Out-of-Distribution Detection Algorithms" (ICLR 2024) over a source's stored scores — which set plays the ID
+role and which the OOD role, and what a CSF then separates.
+
+For every model of the source (the scores file of fit group ``none``, CSF variants without projection) and
+every pair (an ID-role set: the ID test split or a covariate set; an OOD-role set: a semantic or covariate
+set), the job computes the conditional AUROCs A_co, A_io, A_ci and the new-class and failure AUROCs, checking
+the identities that link them on every cell (:mod:`csfbench.analysis.decomposition`: the job fails naming the
+cell if one is off by more than 1e-9).  From them: the pair grid (Table 1's shape: mean new-class AUROC over
+the trained and pretrained models, with the change against a reference CSF), Friedman/Conover cliques with
+blocks = (model, pair), the false rejection of correct ID-role samples at a threshold transferred from each
+semantic set (Table 2), and the random-network check (§4.3) for the models of paradigm ``random``.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from csfbench.analysis import decomposition_table, frr_table, random_network_check
+from csfbench.atomic import atomic_path, write_json
+from csfbench.csf.store import read_scores, scores_sets
+from csfbench.ids import ModelId
+from csfbench.report import analyses as report
+from csfbench.report.figures import save_figure
+from csfbench.report.tables import write_table
+from csfbench.stats import StatsInputError, rank_table
+
+log = logging.getLogger(__name__)
+RANDOM = "random"  # the paradigm of the random-network check (csfbench.stages.train.UNTRAINED)
+KEY = ["model", "paradigm", "csf", "id_set", "ood_set"]
+
+
+def pairs_of(sets: dict[str, dict], explicit: list[dict], covariate_x_semantic: bool) -> list[tuple[str, str]]:
+    """The (ID-role set, OOD-role set) pairs of one scores file: ``explicit`` entries (``{id, ood}``) whose
+    sets the file holds, then, with ``covariate_x_semantic``, the ID test split and every covariate set, each
+    against every semantic set.  ``sets``: :func:`csfbench.csf.store.scores_sets`."""
+    kind = {name: attrs["shift_type"] for name, attrs in sets.items()}
+    pairs = [(p["id"], p["ood"]) for p in explicit if p["id"] in kind and p["ood"] in kind]
+    if covariate_x_semantic:
+        id_roles = ["test"] + sorted(n for n, k in kind.items() if k == "covariate")
+        pairs += [(i, o) for i in id_roles for o in sorted(n for n, k in kind.items() if k == "semantic")]
+    return list(dict.fromkeys(pairs))
+
+
+def _variants(scores: dict, csfs: list[str] | None) -> dict[str, np.ndarray]:
+    """{CSF: confidences} of the deterministic mode's variants without projection (``csfs`` None = all)."""
+    return {csf: conf for (csf, variant), conf in scores["det"]["scores"].items()
+            if variant == "none" and (csfs is None or csf in csfs)}
+
+
+def model_cells(scores_file: str | Path, settings: dict) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The decomposition rows of one model (identities checked) and its false-rejection rows; and the
+    per-set scores of a random model's check (``{}`` otherwise)."""
+    sets = scores_sets(scores_file)
+    data = {name: read_scores(scores_file, name) for name in sets}
+    model = str(data["test"][1]["model"])
+    paradigm = ModelId.parse(model).paradigm
+    csfs = settings["csfs"]
+    cells = {}
+    for id_set, ood_set in pairs_of(sets, settings["pairs"], settings["covariate_x_semantic"]):
+        id_scores, ood_scores = _variants(data[id_set][0], csfs), _variants(data[ood_set][0], csfs)
+        correct = data[id_set][0]["det"]["correct"]
+        for csf in sorted(id_scores):
+            cells[(model, paradigm, csf, id_set, ood_set)] = (id_scores[csf], correct, ood_scores[csf])
+    table = decomposition_table(cells, KEY)
+    labelled = ["test"] + sorted(n for n, a in sets.items() if a["shift_type"] == "covariate")
+    frr = []  # a random network's correct samples are too few (often none) for a rejection rate
+    for semantic in sorted(n for n, a in sets.items() if a["shift_type"] == "semantic" and paradigm != RANDOM):
+        per_set = {name: (_variants(data[name][0], csfs), data[name][0]["det"]["correct"]) for name in labelled}
+        part = frr_table(per_set, _variants(data[semantic][0], csfs), settings["frr_quantile"])
+        frr.append(part.assign(model=model, paradigm=paradigm, semantic_set=semantic))
+    random = {}
+    if paradigm == RANDOM:
+        random = {"id": _variants(data["test"][0], csfs),
+                  "shift": {n: _variants(data[n][0], csfs) for n, a in sets.items() if a["shift_type"] != "id"}}
+    return table, pd.concat(frr, ignore_index=True) if frr else pd.DataFrame(), random
+
+
+def pair_rankings(table: pd.DataFrame, alpha: float) -> dict:
+    """Friedman → Conover → cliques of the CSFs on the new-class AUROC, blocks = (model, pair), over the
+    models that are not randomly initialised (higher AUROC = better)."""
+    rows = table[table["paradigm"] != RANDOM].dropna(subset=["newclass"])
+    try:
+        return {"status": "ok", **rank_table(rows, ["model", "id_set", "ood_set"], "csf", "newclass", alpha=alpha,
+                                             higher_is_better=True)}
+    except StatsInputError as err:
+        return {"status": "skipped", "reason": str(err)}
+
+
+def write_analyses(source: str, scores_files: list[str | Path], settings: dict, alpha: float, outputs: dict) -> None:
+    """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and one
+    figure.  ``outputs``: decomposition, pair_grid, frr, random_check (CSV paths), rankings (JSON), png, pdf."""
+    decomposition, frr, random_rows = [], [], []
+    for path in scores_files:
+        table, rejected, random = model_cells(path, settings)
+        decomposition.append(table)
+        frr.append(rejected)
+        if random:
+            model = str(table["model"].iloc[0]) if len(table) else Path(path).parent.name
+            random_rows.append(random_network_check(random["id"], random["shift"]).assign(model=model))
+        log.info("%s: %d cells, identities hold", path, len(table))
+    cells = pd.concat(decomposition, ignore_index=True)
+    grid = report.pair_grid(cells[cells["paradigm"] != RANDOM], settings["reference_csf"])
+    random_check = pd.concat(random_rows, ignore_index=True) if random_rows else report.empty_random_check()
+    write_table(cells.set_index(KEY), outputs["decomposition"], Path(outputs["decomposition"]).with_suffix(".tex"),
+                f"{source}: conditional AUROCs A_co, A_io, A_ci and the new-class / failure AUROCs per model, CSF and pair")
+    write_table(grid, outputs["pair_grid"], Path(outputs["pair_grid"]).with_suffix(".tex"),
+                f"{source}: new-class AUROC per CSF and (ID-role / OOD-role) pair, mean over models, and its change "
+                f"against {settings['reference_csf']}")
+    frr_all = pd.concat([f for f in frr if len(f)], ignore_index=True) if any(len(f) for f in frr) else pd.DataFrame(
+        columns=["csf", "set", "q", "threshold", "frr", "n_correct", "model", "paradigm", "semantic_set"])
+    write_table(frr_all, outputs["frr"], Path(outputs["frr"]).with_suffix(".tex"),
+                f"{source}: false rejection of correct samples at the threshold transferred from a semantic set")
+    write_table(random_check, outputs["random_check"], Path(outputs["random_check"]).with_suffix(".tex"),
+                f"{source}: |AUROC - 0.5| of randomly initialised networks per CSF and shifted set")
+    write_json(pair_rankings(cells, alpha), outputs["rankings"], indent=1)
+    save_figure(report.plot_analyses(grid, random_check, source, settings["reference_csf"]), outputs["png"],
+                outputs["pdf"])

@@ -1,0 +1,45 @@
+"""The pair analyses' job pieces: which pairs a scores file yields, the pair grid, the settings checks."""
+import pandas as pd
+import pytest
+
+from csfbench.errors import ConfigError
+from csfbench.report.analyses import pair_grid
+from csfbench.settings import validate_config
+from csfbench.stages.analyses import pairs_of
+
+from tests.helpers.demo_config import demo_config
+
+SETS = {"train": {"shift_type": "id"}, "val": {"shift_type": "id"}, "test": {"shift_type": "id"},
+        "near": {"shift_type": "semantic"}, "noise": {"shift_type": "semantic"},
+        "corrupt-fog-3": {"shift_type": "covariate"}, "pgd-eps8": {"shift_type": "adversarial"}}
+
+
+def test_pairs_are_the_id_split_and_covariate_sets_against_semantic_sets_plus_explicit_ones():
+    assert pairs_of(SETS, [], True) == [("test", "near"), ("test", "noise"), ("corrupt-fog-3", "near"),
+                                        ("corrupt-fog-3", "noise")]
+    explicit = [{"id": "test", "ood": "corrupt-fog-3"}, {"id": "test", "ood": "missing"}, {"id": "test", "ood": "near"}]
+    assert pairs_of(SETS, explicit, False) == [("test", "corrupt-fog-3"), ("test", "near")]
+    assert pairs_of(SETS, explicit, True)[:2] == [("test", "corrupt-fog-3"), ("test", "near")]  # no duplicates
+    assert len(pairs_of(SETS, explicit, True)) == 5
+
+
+def test_pair_grid_is_the_mean_over_models_with_the_change_against_the_reference():
+    cells = pd.DataFrame({"model": ["a", "b", "a", "b"], "csf": ["MSR", "MSR", "MLS", "MLS"],
+                          "id_set": ["test"] * 4, "ood_set": ["near"] * 4, "newclass": [0.6, 0.8, 0.9, 0.7]})
+    grid = pair_grid(cells, "MSR")
+    assert list(grid.columns) == ["test / near", "test / near Δ"]
+    assert grid.loc["MLS", "test / near"] == pytest.approx(0.8)
+    assert grid.loc["MLS", "test / near Δ"] == pytest.approx(0.1) and grid.loc["MSR", "test / near Δ"] == 0
+    assert list(pair_grid(cells, "Energy").columns) == ["test / near"]  # no reference, no change columns
+
+
+def test_settings_name_csfs_and_catalogue_sets():
+    config = demo_config(None)
+    config["analyses"] = {"enabled": True, "reference_csf": "MSP@T1", "pairs": [{"id": "test", "ood": "near"}]}
+    validate_config(config)
+    config["analyses"]["reference_csf"] = "MSPP"
+    with pytest.raises(ConfigError, match="analyses/reference_csf"):
+        validate_config(config)
+    config["analyses"] = {"pairs": [{"id": "val", "ood": "near"}]}
+    with pytest.raises(ConfigError, match="analyses/pairs/0/id"):
+        validate_config(config)
