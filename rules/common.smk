@@ -298,6 +298,17 @@ def conformal_inputs(wildcards):
             "bands": list(conformal_band_files().values())}
 
 
+def prediction_set_inputs(wildcards):
+    """The feature files of the train and test splits; for the GRAM score also the checkpoint, the GRAM fit and
+    the images of the test split (the network runs on them)."""
+    source, model = wildcards.source, wildcards.model
+    inputs = {"train": paths.features(source, model, "train"), "test": paths.features(source, model, "test")}
+    if "gram" in CONFORMAL["prediction_sets"]["scores"]:
+        inputs.update(checkpoint=paths.checkpoint(source, model), network_fit=paths.network_fit(source, model),
+                      index=paths.dataset_index(source_dataset(source)))
+    return inputs
+
+
 def conformal_metric_files():
     if not CONFORMAL["enabled"]:
         return []

@@ -52,13 +52,14 @@ rule conformal_metrics:
 
 rule prediction_sets:
     input:
-        train=paths.features(dataset="train"),
-        test=paths.features(dataset="test"),
+        unpack(prediction_set_inputs),
     output:
         table=paths.prediction_sets(),
     params:
         spec=model_spec_json,
         settings=json.dumps(CONFORMAL["prediction_sets"], sort_keys=True),
+        batch_size=NETWORK_CSF["batch_size"],
+        num_workers=res("prediction_sets", "num_workers"),
     log:
         paths.log("conformal", "{source}/{model}_prediction_sets"),
     benchmark:
@@ -69,6 +70,7 @@ rule prediction_sets:
     resources:
         mem_mb=res("prediction_sets", "mem_mb"),
         runtime=res("prediction_sets", "runtime"),
+        gpu=res("prediction_sets", "gpu"),
     script:
         "../workflow_scripts/prediction_sets.py"
 

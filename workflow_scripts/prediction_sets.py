@@ -1,9 +1,18 @@
 import json
 
 from csfbench.logs import job_logging
-from csfbench.specs import ModelSpec
+from csfbench.specs import EvalSet, ModelSpec
 from csfbench.stages.conformal import prediction_set_table
+from csfbench.stages.features import eval_images
+from csfbench.stages.network_csf import gram_class_scores
 
 with job_logging(snakemake.log[0], snakemake.threads):
-    prediction_set_table(ModelSpec.from_json(snakemake.params.spec), snakemake.input.train, snakemake.input.test,
-                         json.loads(snakemake.params.settings), snakemake.output.table)
+    spec = ModelSpec.from_json(snakemake.params.spec)
+    gram = None
+    if "network_fit" in snakemake.input.keys():
+        def gram():
+            return gram_class_scores(spec, snakemake.input.checkpoint, snakemake.input.network_fit,
+                                     eval_images(spec, EvalSet("test", "id", "test")), snakemake.params.batch_size,
+                                     snakemake.params.num_workers)
+    prediction_set_table(spec, snakemake.input.train, snakemake.input.test, json.loads(snakemake.params.settings),
+                         snakemake.output.table, gram)

@@ -137,7 +137,7 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
         raise ConfigError(_key_path(err), _describe_expected(err), _found(err), origin)
     _check_source_training(config, origin)
     _check_references(config, origin)
-    _check_conformal(config["conformal"], origin)
+    _check_conformal(config, origin)
     _check_analyses(config, origin)
     if rules is not None:
         _check_resource_rules(config["resources"], sorted(rules), origin)
@@ -297,9 +297,15 @@ def _check_ood_validation(config: dict, origin: str) -> None:
                                   origin)
 
 
-def _check_conformal(conformal: dict, origin: str) -> None:
+def _check_conformal(config: dict, origin: str) -> None:
     """The calibration set of the conformal rows is data no CSF was fitted on (so not the ID validation split,
-    on which temperatures, projection variances and hyper-parameters are fitted), large enough for its bands."""
+    on which temperatures, projection variances and hyper-parameters are fitted), large enough for its bands;
+    the GRAM conformity score needs the GRAM fit of the network-pass stage."""
+    conformal = config["conformal"]
+    if conformal["enabled"] and "gram" in conformal["prediction_sets"]["scores"] \
+            and "GRAM" not in config["network_csf"]["methods"]:
+        raise ConfigError("conformal/prediction_sets/scores", "no 'gram' unless network_csf.methods holds GRAM (the "
+                          "class-dependent GRAM score uses its fit)", conformal["prediction_sets"]["scores"], origin)
     calibration = conformal["calibration"]
     if calibration["split"] == "val":
         raise ConfigError("conformal/calibration/split", "'test' (a held-out part of the ID test split): every CSF is "

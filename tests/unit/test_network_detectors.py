@@ -152,6 +152,25 @@ def test_gram_fit_and_score_by_hand():
     assert got.tolist() == pytest.approx([-first / (first / 2), 0.0])
 
 
+def test_gram_class_deviations_by_hand_and_at_the_predicted_class():
+    """The class-dependent GRAM score (Novello et al., App. B): the deviation from every class's bounds; at the
+    predicted class it is the GRAM detector's own (negated) confidence."""
+    model = HandNet(2)
+    train = [torch.tensor([[[2.0], [1.0]], [[3.0], [1.0]], [[1.0], [2.0]], [[1.0], [4.0]]])]
+    val = [torch.tensor([[[4.0], [1.0]], [[1.0], [3.0]]])]
+    fitted = net.fit(model, lambda: train, lambda: val, np.ones(2, bool), net.NetworkSettings(("GRAM",), powers=(1,)),
+                     [1.0])
+    test = torch.tensor([[[4.0], [1.0]], [[2.0], [1.0]], [[1.0], [3.0]]])
+    maps = model.block_maps(test)
+    got = net.gram_class_deviations(maps, fitted.gram)
+    e, norm = net.GRAM_EPS, float(fitted.gram.norms[0])
+    # (1, 3) → rows (4, 12): class 0 bounds [6, 12] × [3, 4]: (6 − 4)/6 + (12 − 4)/4; class 1 [3, 5] × [6, 20]: inside
+    assert got[2].tolist() == pytest.approx([(2 / (6 + e) + 8 / (4 + e)) / norm, 0.0])
+    pred = model.logits_from_last_block(maps[-1]).argmax(1)
+    own = net.gram_confidence(net.gram_layer_deviations(maps, pred, fitted.gram), fitted.gram.norms)
+    torch.testing.assert_close(got[torch.arange(3), pred], -own)
+
+
 def test_gram_class_never_predicted_takes_the_bounds_of_all_rows():
     bounds = net.GramBounds(3, (1,))
     maps = [torch.tensor([[[2.0], [1.0]], [[1.0], [2.0]]])]

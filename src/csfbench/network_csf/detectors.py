@@ -250,6 +250,23 @@ def gram_layer_deviations(maps: Sequence[torch.Tensor], pred: torch.Tensor, fit:
     return torch.stack(out, dim=1)
 
 
+def gram_class_deviations(maps: Sequence[torch.Tensor], fit: GramFit) -> torch.Tensor:
+    """(N, K) float64: for every class k the GRAM deviation from class k's bounds, each layer divided by its
+    validation normaliser and summed — the class-dependent GRAM score of Novello, Dalmau & Andéol
+    (arXiv 2403.11532, App. B); the column of the predicted class is −:func:`gram_confidence`."""
+    total = None
+    for l, block_map in enumerate(maps):
+        low, high = fit.mins[l].to(block_map.device), fit.maxs[l].to(block_map.device)  # P×K×C_l
+        layer = 0.0
+        for i, g in enumerate(gram_rows_by_power(block_map, fit.powers)):  # g: N×C_l
+            below = torch.relu(low[i][None] - g[:, None]) / torch.abs(low[i][None] + GRAM_EPS)
+            above = torch.relu(g[:, None] - high[i][None]) / torch.abs(high[i][None] + GRAM_EPS)
+            layer = layer + (below + above).sum(2)
+        layer = layer / fit.norms[l].to(block_map.device)
+        total = layer if total is None else total + layer
+    return total
+
+
 def gram_confidence(layer_deviations: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
     """``−Σ_l δ_l / E_val[δ_l]``: (N,) float64."""
     return 0.0 - (layer_deviations / norms.to(layer_deviations.device)).sum(1)  # 0.0 -: no negative zeros

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -122,14 +123,16 @@ def class_scores(name: str, test: dict, train: dict, head: tuple[np.ndarray, np.
 
 
 def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | Path, settings: dict,
-                         out: str | Path) -> None:
+                         out: str | Path, gram: Callable[[], np.ndarray] | None = None) -> None:
     """Mean set size and coverage of LAC/APS/RAPS sets on the ID test split per conformity score and α
     (:func:`csfbench.metrics.prediction_sets.evaluate_prediction_sets`), ``settings`` the config's
-    ``conformal.prediction_sets``; one parquet file (:data:`PREDICTION_SET_COLUMNS`)."""
+    ``conformal.prediction_sets``; one parquet file (:data:`PREDICTION_SET_COLUMNS`).  ``gram`` returns the
+    N×K class-dependent GRAM scores of the test images in the feature file's order (score ``gram``)."""
     arrays = {}
     for split, path in (("train", train_h5), ("test", test_h5)):
         validate_feature_file(path, {**run_attrs(spec), "dataset": split})
-        arrays[split], _ = read_features(path, keys=("features", "logits", "labels", "head/weight", "head/bias"))
+        arrays[split], _ = read_features(path, keys=("features", "logits", "labels", "head/weight", "head/bias",
+                                                     "sample_id"))
     c = spec.n_classes
     head = (arrays["train"]["head/weight"][:c], arrays["train"]["head/bias"][:c])
     train = {k: arrays["train"][k][:, :c] if k == "logits" else arrays["train"][k] for k in ("features", "logits", "labels")}
@@ -139,7 +142,12 @@ def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | P
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     rows = []
     for name in settings["scores"]:
-        scores = class_scores(name, test, train, head, settings)
+        if name == "gram":
+            if gram is None:
+                raise ValueError("conformity score 'gram' needs the model's GRAM fit and its test images")
+            scores = gram()
+        else:
+            scores = class_scores(name, test, train, head, settings)
         for row in evaluate_prediction_sets(scores, labels, n_cal=n_cal, alphas=settings["alphas"],
                                             methods=settings["methods"], repeats=settings["repeats"],
                                             seed=settings["seed"], **settings["raps"]):

@@ -106,3 +106,23 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
         return {"det": split}, {"det": scores}, {"det": {key: protocols[key[0]] for key in scores}}
 
     write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, {**expect_run, "group": GROUP})
+
+
+def gram_class_scores(spec: ModelSpec, checkpoint: str | Path, fit_h5: str | Path, images: ImageSet,
+                      batch_size: int, num_workers: int = 0) -> np.ndarray:
+    """The N×K class-dependent GRAM conformity scores of ``images``: softmax over classes of the negated
+    normalised deviation from each class's Gram bounds (:func:`csfbench.network_csf.detectors.gram_class_deviations`;
+    a larger deviation conforms less, hence the sign), rows summing to 1 — the input of the conformal
+    prediction sets (Novello, Dalmau & Andéol, arXiv 2403.11532, §5)."""
+    from csfbench.csf.logit_scores import softmax
+
+    fitted, attrs = read_network_fit(fit_h5)
+    if attrs["model"] != spec.model or fitted.gram is None:
+        raise ValueError(f"{fit_h5}: no GRAM fit of model {spec.model!r} (network_csf.methods must hold GRAM)")
+    device = resolve_device()
+    model = load_checkpoint(spec, checkpoint, device)
+    rows = []
+    with torch.no_grad():
+        for x in _batches(spec, images, batch_size, device, num_workers)():
+            rows.append(network.gram_class_deviations(model.block_maps(x), fitted.gram).cpu().numpy())
+    return softmax(-np.concatenate(rows))
