@@ -6,7 +6,7 @@
 
 rule pair_analyses:
     input:
-        scores=lambda w: [paths.scores(w.source, str(m), "none") for m in grid.model_ids(config, w.source)],
+        unpack(analysis_inputs),
     output:
         decomposition=paths.analysis_table("decomposition"),
         pair_grid=report(paths.analysis_table("pair_grid"), caption="../report/table_pair_grid.rst",
@@ -14,10 +14,16 @@ rule pair_analyses:
         frr=report(paths.analysis_table("frr"), caption="../report/table_frr.rst", category="Pair analyses"),
         random_check=report(paths.analysis_table("random_check"), caption="../report/table_random_check.rst",
                             category="Pair analyses"),
+        distance=report(paths.analysis_table("distance"), caption="../report/table_distance.rst",
+                        category="Pair analyses"),
+        distance_overlap=paths.analysis_table("distance_overlap"),
         rankings=paths.pair_rankings(),
         png=report(paths.figure("pairs_{source}.png"), caption="../report/figure_pairs.rst",
                    category="Pair analyses"),
         pdf=paths.figure("pairs_{source}.pdf"),
+        distance_png=report(paths.figure("distance_{source}.png"), caption="../report/figure_distance.rst",
+                            category="Pair analyses"),
+        distance_pdf=paths.figure("distance_{source}.pdf"),
     params:
         settings=config["analyses"],
         alpha=config["ranking"]["alpha"],

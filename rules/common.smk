@@ -324,6 +324,14 @@ def conformal_outputs():
 
 
 # ---- pair analyses (rules/analyses.smk)
+def analysis_inputs(wildcards):
+    """The scores (fit group none) of a source's models and, where the proximity stage runs, its embeddings."""
+    inputs = {"scores": [paths.scores(wildcards.source, str(m), "none") for m in grid.model_ids(config, wildcards.source)]}
+    if wildcards.source in proximity_sources():
+        inputs["embeddings"] = paths.proximity_embeddings(wildcards.source)
+    return inputs
+
+
 def analysis_outputs():
     if not config["analyses"]["enabled"]:
         return []

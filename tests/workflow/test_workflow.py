@@ -180,6 +180,13 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     rankings = json.loads((workdir / paths.pair_rankings("demo10")).read_text())
     assert rankings["status"] == "ok" and "MSR" in rankings["mean_ranks"]
     assert (workdir / paths.figure("pairs_demo10.png")).stat().st_size > 10_000
+    # the distance-controlled AUROC over the proximity stage's embeddings of the semantic sets
+    fits = pd.read_csv(workdir / paths.analysis_table("distance", "demo10"))
+    assert set(fits["query_set"]) == {"near", "noise"} and (fits["n_bins"] == 100).all()
+    assert (fits["slope_se"] > 0).all() and fits["r_squared"].between(0, 1).all()
+    overlaps = pd.read_csv(workdir / paths.analysis_table("distance_overlap", "demo10"))
+    assert len(overlaps) == len(fits) // 2 and overlaps["overlap"].isin([True, False]).all()
+    assert (workdir / paths.figure("distance_demo10.png")).stat().st_size > 10_000
 
 
 def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):

@@ -63,3 +63,29 @@ def plot_analyses(grid: pd.DataFrame, random_check: pd.DataFrame, source: str, r
     right.set_title("random-network check (0 = sane)", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def plot_distance(bins: pd.DataFrame, fits: pd.DataFrame, source: str, reference: str) -> plt.Figure:
+    """The distance-controlled AUROC of one model (the first) and CSF (``reference`` where it was run): per shifted
+    set the AUROC of each distance bin against the ID test split, and the OLS line with ±2·SE of its intercept."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    if bins.empty:
+        ax.text(0.5, 0.5, "no encoder embeddings of this source (the proximity stage did not run)", ha="center",
+                va="center", transform=ax.transAxes, fontsize=9)
+        ax.set_axis_off()
+        return fig
+    model = sorted(bins["model"].unique())[0]
+    csf = reference if reference in set(bins["csf"]) else sorted(bins["csf"].unique())[0]
+    mine = bins[(bins["model"] == model) & (bins["csf"] == csf)]
+    for name, part in mine.groupby("query_set"):
+        color = ax.scatter(part["distance_mean"], part["auroc"], s=10, label=name).get_facecolor()[0]
+        fit = fits[(fits["model"] == model) & (fits["csf"] == csf) & (fits["query_set"] == name)].iloc[0]
+        x = np.linspace(part["distance_mean"].min(), part["distance_mean"].max(), 50)
+        ax.plot(x, fit["intercept"] + fit["slope"] * x, lw=1, color=color)
+        ax.fill_between(x, fit["intercept"] - 2 * fit["intercept_se"] + fit["slope"] * x,
+                        fit["intercept"] + 2 * fit["intercept_se"] + fit["slope"] * x, alpha=0.15, color=color)
+    ax.set(xlabel="distance to the nearest ID test sample (encoder space)", ylabel="AUROC of the bin (ID positive)",
+           title=f"{source}: {model}, {csf}", ylim=(0, 1))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

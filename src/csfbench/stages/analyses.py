@@ -9,7 +9,10 @@ the identities that link them on every cell (:mod:`csfbench.analysis.decompositi
 cell if one is off by more than 1e-9).  From them: the pair grid (Table 1's shape: mean new-class AUROC over
 the trained and pretrained models, with the change against a reference CSF), Friedman/Conover cliques with
 blocks = (model, pair), the false rejection of correct ID-role samples at a threshold transferred from each
-semantic set (Table 2), and the random-network check (§4.3) for the models of paradigm ``random``.
+semantic set (Table 2), and the random-network check (§4.3) for the models of paradigm ``random``.  With the
+source's encoder embeddings (the proximity stage), the distance-controlled AUROC (§4.2, Fig. 3 left): the
+samples of each embedded shifted set binned by their distance to the nearest ID test sample, the AUROC of every
+bin against the whole ID test split, and an OLS line through the bins with its standard errors.
 """
 from __future__ import annotations
 
@@ -19,12 +22,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from csfbench.analysis import decomposition_table, frr_table, random_network_check
+from csfbench.analysis import (decomposition_table, distance_controlled_auroc, frr_table, nearest_neighbour_distance,
+                               overlap_table, random_network_check)
 from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets
 from csfbench.ids import ModelId
 from csfbench.report import analyses as report
 from csfbench.report.figures import save_figure
+from csfbench.proximity.stratification import read_embeddings
 from csfbench.report.tables import write_table
 from csfbench.stats import StatsInputError, rank_table
 
@@ -79,6 +84,40 @@ def model_cells(scores_file: str | Path, settings: dict) -> tuple[pd.DataFrame, 
     return table, pd.concat(frr, ignore_index=True) if frr else pd.DataFrame(), random
 
 
+def distance_analysis(scores_files: list[str | Path], embeddings_file: str | Path, settings: dict
+                      ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(bins, fits, overlaps) of the distance-controlled AUROC of every model that is not randomly initialised:
+    the embedded shifted sets' samples binned by their nearest-neighbour distance to the ID test split in the
+    encoder's space (:func:`csfbench.analysis.distance_controlled_auroc`; at most ``distance_bins`` equal-count
+    bins), and the ±2·SE overlap of the intercepts of every two query sets per (model, CSF)."""
+    embeddings, _, _, _ = read_embeddings(embeddings_file)
+    queries = [name for name in embeddings if name not in ("train", "test")]
+    distance = {name: nearest_neighbour_distance(embeddings[name], embeddings["test"]) for name in queries}
+    bins, fits = [], []
+    for path in scores_files:
+        model = str(read_scores(path, "test")[1]["model"])
+        if ModelId.parse(model).paradigm == RANDOM:
+            continue
+        id_scores = _variants(read_scores(path, "test")[0], settings["csfs"])
+        sets = {}
+        for name in queries:
+            scores = _variants(read_scores(path, name)[0], settings["csfs"])
+            n = len(next(iter(scores.values())))
+            if n != len(distance[name]):
+                raise ValueError(f"{embeddings_file}: {len(distance[name])} embeddings of set {name!r}, but {path} "
+                                 f"scores {n} samples: re-run the proximity stage")
+            sets[name] = (distance[name], scores)
+        n_bins = min([settings["distance_bins"], *(len(d) for d in distance.values())])
+        part_bins, part_fits = distance_controlled_auroc(id_scores, sets, n_bins)
+        bins.append(part_bins.assign(model=model))
+        fits.append(part_fits.assign(model=model))
+    bins_frame = pd.concat(bins, ignore_index=True) if bins else pd.DataFrame()
+    fits_frame = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
+    overlaps = overlap_table(fits_frame.assign(cell=fits_frame["model"] + " " + fits_frame["csf"]), within="cell") \
+        if len(fits_frame) else pd.DataFrame()
+    return bins_frame, fits_frame, overlaps
+
+
 def pair_rankings(table: pd.DataFrame, alpha: float) -> dict:
     """Friedman → Conover → cliques of the CSFs on the new-class AUROC, blocks = (model, pair), over the
     models that are not randomly initialised (higher AUROC = better)."""
@@ -90,9 +129,12 @@ def pair_rankings(table: pd.DataFrame, alpha: float) -> dict:
         return {"status": "skipped", "reason": str(err)}
 
 
-def write_analyses(source: str, scores_files: list[str | Path], settings: dict, alpha: float, outputs: dict) -> None:
-    """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and one
-    figure.  ``outputs``: decomposition, pair_grid, frr, random_check (CSV paths), rankings (JSON), png, pdf."""
+def write_analyses(source: str, scores_files: list[str | Path], settings: dict, alpha: float, outputs: dict,
+                   embeddings_file: str | Path | None = None) -> None:
+    """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and two
+    figures.  ``outputs``: decomposition, pair_grid, frr, random_check, distance, distance_overlap (CSV paths),
+    rankings (JSON), png, pdf, distance_png, distance_pdf; ``embeddings_file``: the source's encoder embeddings
+    (None: no distance analysis, its table is empty and its figure says why)."""
     decomposition, frr, random_rows = [], [], []
     for path in scores_files:
         table, rejected, random = model_cells(path, settings)
@@ -119,3 +161,13 @@ def write_analyses(source: str, scores_files: list[str | Path], settings: dict, 
     write_json(pair_rankings(cells, alpha), outputs["rankings"], indent=1)
     save_figure(report.plot_analyses(grid, random_check, source, settings["reference_csf"]), outputs["png"],
                 outputs["pdf"])
+    if embeddings_file is not None:
+        bins, fits, overlaps = distance_analysis(scores_files, embeddings_file, settings)
+    else:
+        bins, fits, overlaps = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    write_table(fits, outputs["distance"], Path(outputs["distance"]).with_suffix(".tex"),
+                f"{source}: AUROC against the distance to the ID test split, OLS per model, CSF and shifted set")
+    with atomic_path(outputs["distance_overlap"]) as tmp:
+        overlaps.to_csv(tmp, index=False)
+    save_figure(report.plot_distance(bins, fits, source, settings["reference_csf"]), outputs["distance_png"],
+                outputs["distance_pdf"])
