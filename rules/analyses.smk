@@ -17,6 +17,7 @@ rule pair_analyses:
         distance=report(paths.analysis_table("distance"), caption="../report/table_distance.rst",
                         category="Pair analyses"),
         distance_overlap=paths.analysis_table("distance_overlap"),
+        categories=paths.analysis_table("categories_long"),
         rankings=paths.pair_rankings(),
         png=report(paths.figure("pairs_{source}.png"), caption="../report/figure_pairs.rst",
                    category="Pair analyses"),
@@ -39,3 +40,24 @@ rule pair_analyses:
         runtime=res("pair_analyses", "runtime"),
     script:
         "../workflow_scripts/pair_analyses.py"
+
+
+rule category_tables:
+    input:
+        long=lambda w: [paths.analysis_table("categories_long", source) for source in analysis_sources()],
+    output:
+        averaged=report(paths.category_table("averaged"), caption="../report/table_categories.rst",
+                        category="Pair analyses"),
+        pooled=paths.category_table("pooled"),
+    log:
+        paths.log("analyses", "category_tables"),
+    benchmark:
+        paths.benchmark("analyses", "category_tables")
+    conda:
+        "../envs/csfbench.yaml"
+    threads: res("category_tables", "threads")
+    resources:
+        mem_mb=res("category_tables", "mem_mb"),
+        runtime=res("category_tables", "runtime"),
+    script:
+        "../workflow_scripts/category_tables.py"

@@ -332,7 +332,13 @@ def analysis_inputs(wildcards):
     return inputs
 
 
-def analysis_outputs():
-    if not config["analyses"]["enabled"]:
+def analysis_sources():
+    if not config["analyses"]["enabled"] or "none" not in config["csf"]["groups"]:
         return []
-    return [paths.figure(f"pairs_{source}.png") for source in SOURCES if "none" in config["csf"]["groups"]]
+    return SOURCES
+
+
+def analysis_outputs():
+    sources = analysis_sources()
+    return [paths.figure(f"pairs_{source}.png") for source in sources] + (
+        [paths.category_table("averaged")] if sources else [])

@@ -94,8 +94,14 @@ def prediction_sets(source: str = _S, model: str = _M) -> str:
 
 # ---- pair analyses (rules/analyses.smk)
 def analysis_table(name: str, source: str = _S) -> str:
-    """A table of a source's pair analyses (``decomposition``, ``pair_grid``, ``frr``, ``random_check``; CSV)."""
+    """A table of a source's pair analyses (``decomposition``, ``pair_grid``, ``frr``, ``random_check``,
+    ``distance``, ``distance_overlap``, ``categories_long``; CSV)."""
     return f"{RESULTS}/tables/analyses/{name}_{source}.csv"
+
+
+def category_table(view: str) -> str:
+    """ICONIC-444's per-category table over every source (``view``: ``averaged`` or ``pooled``; CSV)."""
+    return f"{RESULTS}/tables/analyses/categories_{view}.csv"
 
 
 def pair_rankings(source: str = _S) -> str:

@@ -187,6 +187,14 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     overlaps = pd.read_csv(workdir / paths.analysis_table("distance_overlap", "demo10"))
     assert len(overlaps) == len(fits) // 2 and overlaps["overlap"].isin([True, False]).all()
     assert (workdir / paths.figure("distance_demo10.png")).stat().st_size > 10_000
+    # ICONIC-444's category tables: near (its one set), far (noise), covariate (the corruption sets), Average
+    categories = pd.read_csv(workdir / paths.category_table("averaged"), index_col=0)
+    for column in ("near auroc mean", "far fpr99_failure_positive std", "covariate (averaged) auroc mean",
+                   "Average auroc mean", "Average auroc std"):
+        assert column in categories.columns, column
+    means = categories[["near auroc mean", "far auroc mean", "covariate (averaged) auroc mean"]]
+    assert np.allclose(categories["Average auroc mean"], means.mean(axis=1), atol=1e-5)  # the CSV keeps 6 digits
+    assert np.allclose(categories["Average auroc std"], means.std(axis=1, ddof=1), atol=1e-5)
 
 
 def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
@@ -200,7 +208,7 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     # embeddings and regimes are redone (one job each per source), the NC records are not
     assert scheduled_jobs(workdir, extended) == {
         "index_dataset": 1, "extract_features": 3, "score_csf": 9, "aggregate_results": 1, "all": 1,
-        "network_csf": 3, "conformal_metrics": 3, "conformal_report": 1, "pair_analyses": 1,
+        "network_csf": 3, "conformal_metrics": 3, "conformal_report": 1, "pair_analyses": 1, "category_tables": 1,
         "proximity_embed": 1, "proximity_regimes": 1,
         # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
         "rank_csfs": 1, "conover_heatmap": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,

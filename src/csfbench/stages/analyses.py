@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from csfbench.analysis import (decomposition_table, distance_controlled_auroc, frr_table, nearest_neighbour_distance,
-                               overlap_table, random_network_check)
+from csfbench.analysis import (category_metrics, decomposition_table, distance_controlled_auroc, frr_table,
+                               iconic_table, nearest_neighbour_distance, overlap_table, random_network_check)
 from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets
 from csfbench.ids import ModelId
@@ -118,6 +118,46 @@ def distance_analysis(scores_files: list[str | Path], embeddings_file: str | Pat
     return bins_frame, fits_frame, overlaps
 
 
+def category_rows(scores_file: str | Path, csfs: list[str] | None) -> pd.DataFrame:
+    """ICONIC-444's per-run rows of one model (Krumpl, Avenhaus & Possegger, arXiv 2601.10802, Tables 4 and 10):
+    per CSF and OOD category (a semantic set's regime, or ``covariate``) the AUROC and FPR@95/99 in both
+    positive-class conventions of the ID test split against each of the category's sets and, for a category
+    of several sets, against their union (:func:`csfbench.analysis.category_metrics`).  Columns: method,
+    task (the source), arch (backbone and paradigm), run, category, subset, metric, value."""
+    sets = scores_sets(scores_file)
+    test, attrs = read_scores(scores_file, "test")
+    mid = ModelId.parse(str(attrs["model"]))
+    categories: dict[str, list[str]] = {}
+    for name, set_attrs in sorted(sets.items()):
+        if set_attrs["shift_type"] in ("semantic", "covariate"):
+            category = str(set_attrs["regime"]) if set_attrs["shift_type"] == "semantic" else "covariate"
+            categories.setdefault(category, []).append(name)
+    shifted = {name: _variants(read_scores(scores_file, name)[0], csfs) for names in categories.values()
+               for name in names}
+    rows = []
+    for csf, id_conf in _variants(test, csfs).items():
+        for category, names in categories.items():
+            part = category_metrics(id_conf, {name: shifted[name][csf] for name in names})
+            rows.append(part.assign(method=csf, task=str(attrs["source"]), arch=f"{mid.backbone} {mid.paradigm}",
+                                    run=mid.run, category=category))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
+    """Job: ICONIC-444's category tables over every source (task), architecture and run from the per-source
+    rows of :func:`category_rows`, one per reading of the categories with several sets (``averaged``,
+    ``pooled``): mean and ddof-1 deviation per category, and "Average" = the unweighted mean of the category
+    means with the ddof-1 deviation of those means.  Values are fractions; randomly initialised models left out."""
+    frames = [pd.read_csv(path) for path in long_files]
+    rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
+    rows = rows[~rows["arch"].str.endswith(f" {RANDOM}")]
+    for view in ("averaged", "pooled"):
+        table = iconic_table(rows, aggregation=view)
+        table.columns = [" ".join(map(str, c)) for c in table.columns]
+        write_table(table, outputs[view], Path(outputs[view]).with_suffix(".tex"),
+                    f"Per OOD category: mean and deviation over sources, architectures and runs ({view} sub-datasets)")
+
+
 def pair_rankings(table: pd.DataFrame, alpha: float) -> dict:
     """Friedman → Conover → cliques of the CSFs on the new-class AUROC, blocks = (model, pair), over the
     models that are not randomly initialised (higher AUROC = better)."""
@@ -171,3 +211,6 @@ def write_analyses(source: str, scores_files: list[str | Path], settings: dict, 
         overlaps.to_csv(tmp, index=False)
     save_figure(report.plot_distance(bins, fits, source, settings["reference_csf"]), outputs["distance_png"],
                 outputs["distance_pdf"])
+    categories = pd.concat([category_rows(path, settings["csfs"]) for path in scores_files], ignore_index=True)
+    with atomic_path(outputs["categories"]) as tmp:
+        categories.to_csv(tmp, index=False)
