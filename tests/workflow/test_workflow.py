@@ -187,6 +187,10 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     overlaps = pd.read_csv(workdir / paths.analysis_table("distance_overlap", "demo10"))
     assert len(overlaps) == len(fits) // 2 and overlaps["overlap"].isin([True, False]).all()
     assert (workdir / paths.figure("distance_demo10.png")).stat().st_size > 10_000
+    ranks = pd.read_csv(workdir / paths.analysis_table("ranks", "demo10"))
+    assert set(ranks["csf"]) == {"MSR", "MLS"} and set(ranks["ood_set"]) == {"near", "noise"}
+    assert set(ranks["group"]) == {"correct_id", "incorrect_id", "ood"} and ranks["mean_rank"].between(0, 100).all()
+    assert (workdir / paths.figure("scores_demo10.png")).stat().st_size > 10_000
     # ICONIC-444's category tables: near (its one set), far (noise), covariate (the corruption sets), Average
     categories = pd.read_csv(workdir / paths.category_table("averaged"), index_col=0)
     for column in ("near auroc mean", "far fpr99_failure_positive std", "covariate (averaged) auroc mean",

@@ -89,3 +89,31 @@ def plot_distance(bins: pd.DataFrame, fits: pd.DataFrame, source: str, reference
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def plot_score_views(ranks: pd.DataFrame, curves: pd.DataFrame, title: str) -> plt.Figure:
+    """Left: score densities by sample group (correct / incorrect ID, OOD) of one model and CSF; right: the mean
+    percentile rank of each group under MSP and Max-Logit, mean over models and semantic sets (ImageNet-OOD,
+    Fig. 5: Max-Logit lifts incorrect ID samples, MSP correct ones)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for group, part in curves.groupby("group", sort=False) if len(curves) else ():
+        left.plot(part["x"], part["density"], label=group)
+    left.set(title=title, xlabel="confidence (higher = more ID)", ylabel="density")
+    left.locator_params(axis="x", nbins=5)
+    if len(curves):
+        left.legend(fontsize=8)
+    left.title.set_fontsize(8)
+    if len(ranks):
+        means = ranks.groupby(["group", "csf"])["mean_rank"].mean().unstack("csf")
+        groups = [g for g in ("correct_id", "incorrect_id", "ood") if g in means.index]
+        x = np.arange(len(groups))
+        for i, csf in enumerate(means.columns):
+            right.bar(x + (i - 0.5) * 0.4, means.loc[groups, csf], width=0.4, label=csf)
+        right.set_xticks(x, groups)
+        right.set(ylabel="mean percentile rank in ID test ∪ OOD", ylim=(0, 100))
+        right.legend(fontsize=8)
+    else:
+        right.text(0.5, 0.5, "MSR and MLS not both run", ha="center", va="center", transform=right.transAxes)
+    right.set_title("rank comparison (MSP vs Max-Logit)", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from csfbench.analysis import (category_metrics, decomposition_table, distance_controlled_auroc, frr_table,
-                               iconic_table, nearest_neighbour_distance, overlap_table, random_network_check)
+                               iconic_table, nearest_neighbour_distance, overlap_table, random_network_check,
+                               rank_comparison, score_densities, split_by_correctness)
 from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets
 from csfbench.ids import ModelId
@@ -158,6 +159,36 @@ def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
                     f"Per OOD category: mean and deviation over sources, architectures and runs ({view} sub-datasets)")
 
 
+#: the two CSFs of ImageNet-OOD's rank comparison (Fig. 5): MSP and Max-Logit
+RANK_PAIR = ("MSR", "MLS")
+
+
+def score_views(scores_files: list[str | Path], reference: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The rank comparison of MSP (MSR) and Max-Logit (MLS) per model and semantic set (Fig. 5: mean and median
+    percentile rank of correct ID, incorrect ID and OOD samples in the pooled ID test ∪ set), and the score
+    densities of the ``reference`` CSF split by correctness, with the semantic set, of the first model that is
+    not randomly initialised (Figs. 6–9).  Returns (rank summary rows, density curves, what the curves show)."""
+    summaries, curves, title = [], pd.DataFrame(), "no model"
+    for path in scores_files:
+        test, attrs = read_scores(path, "test")
+        model = str(attrs["model"])
+        if ModelId.parse(model).paradigm == RANDOM:
+            continue
+        semantic = sorted(n for n, a in scores_sets(path).items() if a["shift_type"] == "semantic")
+        id_scores, correct = _variants(test, None), test["det"]["correct"]
+        for name in semantic:
+            ood = _variants(read_scores(path, name)[0], None)
+            pair = [c for c in RANK_PAIR if c in id_scores]
+            if len(pair) == len(RANK_PAIR):
+                summary = rank_comparison({c: id_scores[c] for c in pair}, correct, {c: ood[c] for c in pair}).summary
+                summaries.append(summary.assign(model=model, ood_set=name))
+            if curves.empty and reference in id_scores:
+                groups = {**split_by_correctness(id_scores[reference], correct, "ID test"), name: ood[reference]}
+                curves = score_densities(groups).kde
+                title = f"{model}: {reference} on the ID test split and {name}"
+    return (pd.concat(summaries, ignore_index=True) if summaries else pd.DataFrame()), curves, title
+
+
 def pair_rankings(table: pd.DataFrame, alpha: float) -> dict:
     """Friedman → Conover → cliques of the CSFs on the new-class AUROC, blocks = (model, pair), over the
     models that are not randomly initialised (higher AUROC = better)."""
@@ -211,6 +242,10 @@ def write_analyses(source: str, scores_files: list[str | Path], settings: dict, 
         overlaps.to_csv(tmp, index=False)
     save_figure(report.plot_distance(bins, fits, source, settings["reference_csf"]), outputs["distance_png"],
                 outputs["distance_pdf"])
+    ranks, curves, title = score_views(scores_files, settings["reference_csf"])
+    write_table(ranks, outputs["ranks"], Path(outputs["ranks"]).with_suffix(".tex"),
+                f"{source}: percentile ranks of MSP (MSR) and Max-Logit (MLS) by sample group")
+    save_figure(report.plot_score_views(ranks, curves, title), outputs["scores_png"], outputs["scores_pdf"])
     categories = pd.concat([category_rows(path, settings["csfs"]) for path in scores_files], ignore_index=True)
     with atomic_path(outputs["categories"]) as tmp:
         categories.to_csv(tmp, index=False)
