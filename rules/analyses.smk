@@ -19,6 +19,10 @@ rule pair_analyses:
         distance_overlap=paths.analysis_table("distance_overlap"),
         categories=paths.analysis_table("categories_long"),
         ranks=paths.analysis_table("ranks"),
+        gallery=paths.analysis_table("gallery"),
+        gallery_png=report(paths.figure("gallery_{source}.png"), caption="../report/figure_gallery.rst",
+                           category="Pair analyses"),
+        gallery_pdf=paths.figure("gallery_{source}.pdf"),
         scores_png=report(paths.figure("scores_{source}.png"), caption="../report/figure_scores.rst",
                           category="Pair analyses"),
         scores_pdf=paths.figure("scores_{source}.pdf"),
@@ -32,6 +36,7 @@ rule pair_analyses:
     params:
         settings=config["analyses"],
         alpha=config["ranking"]["alpha"],
+        gallery_sets=lambda w: gallery_sets_json(w.source),
     log:
         paths.log("analyses", "{source}"),
     benchmark:

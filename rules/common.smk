@@ -324,9 +324,20 @@ def conformal_outputs():
 
 
 # ---- pair analyses (rules/analyses.smk)
+def gallery_sets_json(source):
+    """The evaluation sets of a source's rank-gap gallery (the ID test split and its semantic sets) as JSON."""
+    names = ["test"] + semantic_sets(source)
+    return json.dumps({"source": grid.dataset_spec(config, source_dataset(source)).to_dict(),
+                       "val_size": config["sources"][source]["val_size"],
+                       "sets": [grid.eval_set_spec(config, source, n).to_dict() for n in names]}, sort_keys=True)
+
+
 def analysis_inputs(wildcards):
-    """The scores (fit group none) of a source's models and, where the proximity stage runs, its embeddings."""
-    inputs = {"scores": [paths.scores(wildcards.source, str(m), "none") for m in grid.model_ids(config, wildcards.source)]}
+    """The scores (fit group none) of a source's models, the indexes of the gallery's datasets and, where the
+    proximity stage runs, its embeddings."""
+    names = [source_dataset(wildcards.source)] + semantic_sets(wildcards.source)
+    inputs = {"scores": [paths.scores(wildcards.source, str(m), "none") for m in grid.model_ids(config, wildcards.source)],
+              "indexes": [paths.dataset_index(n) for n in names]}
     if wildcards.source in proximity_sources():
         inputs["embeddings"] = paths.proximity_embeddings(wildcards.source)
     return inputs

@@ -1,7 +1,13 @@
+import json
+
 from csfbench.logs import job_logging
-from csfbench.stages.analyses import write_analyses
+from csfbench.specs import DatasetSpec, EvalSet
+from csfbench.stages.analyses import gallery_images, write_analyses
 
 with job_logging(snakemake.log[0], snakemake.threads):
     embeddings = snakemake.input.embeddings if "embeddings" in snakemake.input.keys() else None
+    sets = json.loads(snakemake.params.gallery_sets)
+    images = gallery_images(DatasetSpec.from_dict(sets["source"]), sets["val_size"],
+                            [EvalSet.from_dict(d) for d in sets["sets"]])
     write_analyses(snakemake.wildcards.source, list(snakemake.input.scores), snakemake.params.settings,
-                   snakemake.params.alpha, dict(snakemake.output.items()), embeddings)
+                   snakemake.params.alpha, dict(snakemake.output.items()), embeddings, images)

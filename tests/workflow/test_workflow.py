@@ -191,6 +191,11 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     assert set(ranks["csf"]) == {"MSR", "MLS"} and set(ranks["ood_set"]) == {"near", "noise"}
     assert set(ranks["group"]) == {"correct_id", "incorrect_id", "ood"} and ranks["mean_rank"].between(0, 100).all()
     assert (workdir / paths.figure("scores_demo10.png")).stat().st_size > 10_000
+    picked = pd.read_csv(workdir / paths.analysis_table("gallery", "demo10"))
+    k = config["analyses"]["gallery_k"]
+    assert picked.groupby("set").size().to_dict() == {"test": k, "near": k, "noise": k}
+    assert (picked["gap"].diff()[picked["position"] > 1] <= 1e-9).all()  # largest gap first within a set
+    assert (workdir / paths.figure("gallery_demo10.png")).stat().st_size > 10_000
     # ICONIC-444's category tables: near (its one set), far (noise), covariate (the corruption sets), Average
     categories = pd.read_csv(workdir / paths.category_table("averaged"), index_col=0)
     for column in ("near auroc mean", "far fpr99_failure_positive std", "covariate (averaged) auroc mean",

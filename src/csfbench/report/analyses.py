@@ -117,3 +117,26 @@ def plot_score_views(ranks: pd.DataFrame, curves: pd.DataFrame, title: str) -> p
     right.set_title("rank comparison (MSP vs Max-Logit)", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def plot_gallery(rows: pd.DataFrame, thumbnails: list, source: str) -> plt.Figure:
+    """The rank-gap gallery: one row of thumbnails per set, each captioned with its sample id and its
+    percentile ranks under MSP (MSR) and Max-Logit (MLS)."""
+    if rows.empty:
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.text(0.5, 0.5, "no gallery (MSR and MLS not both run)", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    sets = list(dict.fromkeys(rows["set"]))
+    k = int(rows["position"].max())
+    fig, axes = plt.subplots(len(sets), k, figsize=(1.6 * k, 1.9 * len(sets)), squeeze=False)
+    for ax in axes.ravel():
+        ax.set_axis_off()
+    for (_, row), image in zip(rows.iterrows(), thumbnails):
+        ax = axes[sets.index(row["set"]), int(row["position"]) - 1]
+        ax.imshow(image)
+        ax.set_title(f"{row['set']}\n{str(row['sample_id'])[-18:]}\nMSR {row['rank_a']:.0f} / MLS {row['rank_b']:.0f}",
+                     fontsize=6)
+    fig.suptitle(f"{source}, {rows['model'].iloc[0]}: ranked higher by MSR than by MLS", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -24,14 +24,17 @@ import pandas as pd
 
 from csfbench.analysis import (category_metrics, decomposition_table, distance_controlled_auroc, frr_table,
                                iconic_table, nearest_neighbour_distance, overlap_table, random_network_check,
-                               rank_comparison, score_densities, split_by_correctness)
+                               rank_comparison, rank_gap_selection, score_densities, split_by_correctness)
 from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets
+from csfbench.data.base import ImageSet
+from csfbench.data.sources import shift_set, source_split
 from csfbench.ids import ModelId
 from csfbench.report import analyses as report
 from csfbench.report.figures import save_figure
 from csfbench.proximity.stratification import read_embeddings
 from csfbench.report.tables import write_table
+from csfbench.specs import DatasetSpec, EvalSet
 from csfbench.stats import StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
@@ -189,6 +192,35 @@ def score_views(scores_files: list[str | Path], reference: str) -> tuple[pd.Data
     return (pd.concat(summaries, ignore_index=True) if summaries else pd.DataFrame()), curves, title
 
 
+def gallery_images(source_dataset: DatasetSpec, val_size: int, sets: list[EvalSet]) -> dict[str, ImageSet]:
+    """The images of the gallery's sets, in the order of the feature and scores files: the ID test split of the
+    source's dataset and the semantic sets."""
+    return {s.name: source_split(source_dataset, val_size, "test") if s.dataset is None else shift_set(s.dataset, s.shift_type)
+            for s in sets}
+
+
+def gallery(scores_files: list[str | Path], images: dict[str, ImageSet], k: int) -> tuple[pd.DataFrame, list]:
+    """ImageNet-OOD's Figs. 12–13: per set of ``images`` (the ID test split and the semantic sets, in the scores
+    files' sample order), the ``k`` samples that MSP (MSR) ranks highest above Max-Logit (MLS) in the pooled
+    sets, for the first model that is not randomly initialised.  Returns the rows of
+    :func:`csfbench.analysis.rank_gap_selection` (with the model) and their thumbnails (uint8 H×W×3)."""
+    for path in scores_files:
+        model = str(read_scores(path, "test")[1]["model"])
+        if ModelId.parse(model).paradigm == RANDOM:
+            continue
+        scores = {name: _variants(read_scores(path, name)[0], list(RANK_PAIR)) for name in images}
+        if any(set(RANK_PAIR) - set(v) for v in scores.values()):
+            break
+        labels = np.concatenate([[name] * len(scores[name]["MSR"]) for name in images])
+        ids = np.concatenate([np.asarray(images[name].sample_ids).astype(str) for name in images])
+        rows = rank_gap_selection(np.concatenate([scores[n]["MSR"] for n in images]),
+                                  np.concatenate([scores[n]["MLS"] for n in images]), labels, ids, k=k)
+        offsets = dict(zip(images, np.cumsum([0] + [len(images[n]) for n in images])))
+        thumbnails = [images[name].image(int(index - offsets[name])) for name, index in zip(rows["set"], rows["index"])]
+        return rows.assign(model=model), thumbnails
+    return pd.DataFrame(), []
+
+
 def pair_rankings(table: pd.DataFrame, alpha: float) -> dict:
     """Friedman → Conover → cliques of the CSFs on the new-class AUROC, blocks = (model, pair), over the
     models that are not randomly initialised (higher AUROC = better)."""
@@ -201,11 +233,12 @@ def pair_rankings(table: pd.DataFrame, alpha: float) -> dict:
 
 
 def write_analyses(source: str, scores_files: list[str | Path], settings: dict, alpha: float, outputs: dict,
-                   embeddings_file: str | Path | None = None) -> None:
+                   embeddings_file: str | Path | None = None, images: dict[str, ImageSet] | None = None) -> None:
     """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and two
     figures.  ``outputs``: decomposition, pair_grid, frr, random_check, distance, distance_overlap (CSV paths),
     rankings (JSON), png, pdf, distance_png, distance_pdf; ``embeddings_file``: the source's encoder embeddings
-    (None: no distance analysis, its table is empty and its figure says why)."""
+    (None: no distance analysis, its table is empty and its figure says why); ``images``: the ID test split's and
+    the semantic sets' images, in the scores' order, for the rank-gap gallery (None or empty: no gallery)."""
     decomposition, frr, random_rows = [], [], []
     for path in scores_files:
         table, rejected, random = model_cells(path, settings)
@@ -246,6 +279,10 @@ def write_analyses(source: str, scores_files: list[str | Path], settings: dict, 
     write_table(ranks, outputs["ranks"], Path(outputs["ranks"]).with_suffix(".tex"),
                 f"{source}: percentile ranks of MSP (MSR) and Max-Logit (MLS) by sample group")
     save_figure(report.plot_score_views(ranks, curves, title), outputs["scores_png"], outputs["scores_pdf"])
+    picked, thumbnails = gallery(scores_files, images or {}, settings["gallery_k"])
+    with atomic_path(outputs["gallery"]) as tmp:
+        picked.to_csv(tmp, index=False)
+    save_figure(report.plot_gallery(picked, thumbnails, source), outputs["gallery_png"], outputs["gallery_pdf"])
     categories = pd.concat([category_rows(path, settings["csfs"]) for path in scores_files], ignore_index=True)
     with atomic_path(outputs["categories"]) as tmp:
         categories.to_csv(tmp, index=False)
