@@ -11,6 +11,8 @@ rule pair_analyses:
         decomposition=paths.analysis_table("decomposition"),
         pair_grid=report(paths.analysis_table("pair_grid"), caption="../report/table_pair_grid.rst",
                          category="Pair analyses"),
+        conditional=report(paths.analysis_table("conditional"), caption="../report/table_conditional.rst",
+                           category="Pair analyses"),
         frr=report(paths.analysis_table("frr"), caption="../report/table_frr.rst", category="Pair analyses"),
         random_check=report(paths.analysis_table("random_check"), caption="../report/table_random_check.rst",
                             category="Pair analyses"),

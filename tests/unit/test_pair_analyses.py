@@ -43,3 +43,16 @@ def test_settings_name_csfs_and_catalogue_sets():
     config["analyses"] = {"pairs": [{"id": "val", "ood": "near"}]}
     with pytest.raises(ConfigError, match="analyses/pairs/0/id"):
         validate_config(config)
+
+
+def test_conditional_table_splits_the_change_by_id_outcome():
+    from csfbench.report.analyses import conditional_table
+
+    cells = pd.DataFrame({"model": "m", "id_set": "test", "ood_set": "near", "csf": ["MSR", "MLS"],
+                          "a_co": [0.869, 0.85], "a_io": [0.547, 0.65], "a_ci": [0.864, 0.82],
+                          "accuracy": 0.7613, "newclass": [0.7921, 0.8023]})
+    table = conditional_table(cells, "MSR").set_index("csf")
+    assert table.loc["MLS", "delta_from_correct"] == pytest.approx(0.7613 * (0.85 - 0.869))
+    assert table.loc["MLS", "delta_from_incorrect"] == pytest.approx(0.2387 * (0.65 - 0.547))
+    assert table.loc["MSR", ["delta_newclass", "delta_from_correct", "delta_from_incorrect"]].tolist() == [0, 0, 0]
+    assert conditional_table(cells, "Energy").empty

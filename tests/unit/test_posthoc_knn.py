@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from csfbench.csf import blocks
-from csfbench.csf.knn import KNN_GRID, knn_fit, knn_score
+from csfbench.csf import blocks, knn
+from csfbench.csf.knn import KNN_GRID, _merge, knn_fit, knn_score
 
 from tests.helpers.posthoc_data import FLOAT32, agree, gaussian_outputs, outlier, pytorch_ood, separation
 
@@ -46,6 +46,27 @@ def test_blocks_do_not_change_the_scores_beyond_float32_rounding(data, monkeypat
     monkeypatch.setattr(blocks, "MAX_BLOCK_ENTRIES", 5 * len(data["train"]))  # a few rows per block
     # the float32 product rounds differently for other block shapes: equal within its ~1e-6 error
     np.testing.assert_allclose(knn_score(state, data["test"], 7), whole, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("k", [1, 7, 50, 100])
+def test_bank_chunks_give_the_search_of_the_whole_bank(data, monkeypatch, k):
+    # a bank stored class by class with every row twice: ties at every distance, and the first chunk
+    # holds the candidates of few classes unless the chunks interleave
+    rows = np.repeat(data["train"][np.argsort(data["y_train"], kind="stable")], 2, axis=0)
+    state = knn_fit(rows)
+    whole = knn_score(state, data["test"], k)  # 1,200 bank rows: one chunk
+    merges = []
+    monkeypatch.setattr(knn, "_merge", lambda *args: merges.append(1) or _merge(*args))
+    monkeypatch.setattr(knn, "BANK_CHUNK_ROWS", 100)
+    monkeypatch.setattr(knn, "BANK_CHUNK_PER_K", 1)  # 12 chunks of 100 rows
+    chunked = knn_score(state, data["test"], k)
+    assert merges  # the threshold merges ran
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=2e-6)
+    unit, query = (x / np.linalg.norm(x, axis=1, keepdims=True)
+                   for x in (rows.astype(np.float64), data["test"].astype(np.float64)))
+    squared = np.sum(query**2, axis=1)[:, None] + np.sum(unit**2, axis=1)[None, :] - 2 * query @ unit.T
+    exact = -np.sqrt(np.maximum(np.sort(squared, axis=1)[:, k - 1], 0.0))  # float64, the whole bank at once
+    np.testing.assert_allclose(chunked, exact, rtol=0, atol=1e-5)
 
 
 def test_orientation(data):

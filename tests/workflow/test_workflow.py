@@ -174,6 +174,10 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     grid_table = pd.read_csv(workdir / paths.analysis_table("pair_grid", "demo10"), index_col=0)
     assert {"test / near", f"{covariate[0]} / noise", "test / near Δ"} <= set(grid_table.columns)
     assert grid_table.loc["MSR", "test / near Δ"] == 0.0
+    conditional = pd.read_csv(workdir / paths.analysis_table("conditional", "demo10")).dropna()
+    assert len(conditional) and np.allclose(conditional["delta_newclass"],
+                                            conditional["delta_from_correct"] + conditional["delta_from_incorrect"],
+                                            atol=1e-5)
     frr = pd.read_csv(workdir / paths.analysis_table("frr", "demo10"))
     assert set(frr["semantic_set"]) == {"near", "noise"} and frr["frr"].between(0, 1).all()
     assert set(frr["q"]) == {config["analyses"]["frr_quantile"]}

@@ -140,3 +140,18 @@ def plot_gallery(rows: pd.DataFrame, thumbnails: list, source: str) -> plt.Figur
     fig.suptitle(f"{source}, {rows['model'].iloc[0]}: ranked higher by MSR than by MLS", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def conditional_table(cells: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """ImageNet-OOD's Table 4 (App. E) from the decomposition cells: per (model, pair, CSF) A_co, A_io, A_ci, the
+    new-class AUROC and its change against ``reference`` split by ID outcome, ``delta_from_correct`` =
+    a·(A_co − A_co,ref) and ``delta_from_incorrect`` = (1 − a)·(A_io − A_io,ref) (they sum to the change; a = the
+    ID-role accuracy, shared within a model and pair).  Cells whose reference was not run are left out."""
+    key = ["model", "id_set", "ood_set"]
+    ref = cells[cells["csf"] == reference].set_index(key)[["a_co", "a_io", "newclass"]]
+    merged = cells.join(ref, on=key, rsuffix="_ref", how="inner")
+    a = merged["accuracy"]
+    return pd.DataFrame({**{k: merged[k] for k in [*key, "csf", "a_co", "a_io", "a_ci", "accuracy", "newclass"]},
+                         "delta_newclass": merged["newclass"] - merged["newclass_ref"],
+                         "delta_from_correct": a * (merged["a_co"] - merged["a_co_ref"]),
+                         "delta_from_incorrect": (1 - a) * (merged["a_io"] - merged["a_io_ref"])}).reset_index(drop=True)

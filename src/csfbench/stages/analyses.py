@@ -253,6 +253,10 @@ def write_analyses(source: str, scores_files: list[str | Path], settings: dict, 
     random_check = pd.concat(random_rows, ignore_index=True) if random_rows else report.empty_random_check()
     write_table(cells.set_index(KEY), outputs["decomposition"], Path(outputs["decomposition"]).with_suffix(".tex"),
                 f"{source}: conditional AUROCs A_co, A_io, A_ci and the new-class / failure AUROCs per model, CSF and pair")
+    write_table(report.conditional_table(cells[cells["paradigm"] != RANDOM], settings["reference_csf"]),
+                outputs["conditional"], Path(outputs["conditional"]).with_suffix(".tex"),
+                f"{source}: conditional AUROCs and the change of the new-class AUROC against "
+                f"{settings['reference_csf']}, split by ID outcome")
     write_table(grid, outputs["pair_grid"], Path(outputs["pair_grid"]).with_suffix(".tex"),
                 f"{source}: new-class AUROC per CSF and (ID-role / OOD-role) pair, mean over models, and its change "
                 f"against {settings['reference_csf']}")
