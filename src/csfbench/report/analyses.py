@@ -148,8 +148,8 @@ def conditional_table(cells: pd.DataFrame, reference: str) -> pd.DataFrame:
     a·(A_co − A_co,ref) and ``delta_from_incorrect`` = (1 − a)·(A_io − A_io,ref) (they sum to the change; a = the
     ID-role accuracy, shared within a model and pair).  Cells whose reference was not run are left out."""
     key = ["model", "id_set", "ood_set"]
-    ref = cells[cells["csf"] == reference].set_index(key)[["a_co", "a_io", "newclass"]]
-    merged = cells.join(ref, on=key, rsuffix="_ref", how="inner")
+    ref = cells.loc[cells["csf"] == reference, [*key, "a_co", "a_io", "newclass"]]
+    merged = cells.merge(ref, on=key, how="inner", suffixes=("", "_ref"))
     a = merged["accuracy"]
     return pd.DataFrame({**{k: merged[k] for k in [*key, "csf", "a_co", "a_io", "a_ci", "accuracy", "newclass"]},
                          "delta_newclass": merged["newclass"] - merged["newclass_ref"],
