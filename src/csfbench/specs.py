@@ -100,9 +100,10 @@ class ModelSpec(_Json):
     @property
     def csf_backbone(self) -> str:
         """The backbone the CSF registry sees (:func:`csfbench.csf.registry.variants_for`): ``vit`` — no paradigm
-        confidence head, so no ``Confidence`` CSF — for the ViT and for every timm/torchvision classifier
-        evaluated without training (paradigms ``pretrained``/``random``), else the backbone."""
-        return "vit" if self.library is not None else self.backbone
+        confidence head, so no ``Confidence`` CSF — for the ViT, for a VGG-13 trained with plain cross-entropy
+        (paradigm ``ce``) and for every timm/torchvision classifier evaluated without training (paradigms
+        ``pretrained``/``random``), else the backbone."""
+        return "vit" if self.library is not None or self.paradigm == "ce" else self.backbone
 
     @property
     def loader_geometry(self) -> dict[str, Any]:

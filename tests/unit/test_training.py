@@ -136,3 +136,37 @@ def test_semantic_shift_set_has_no_labels(blobs, tmp_path):
 def _softmax(z):
     e = np.exp(z - z.max(1, keepdims=True))
     return e / e.sum(1, keepdims=True)
+
+
+def test_vgg13_cross_entropy_paradigm_with_inverse_frequency_class_weights():
+    """Paradigm ce for VGG-13 (plain cross-entropy) and ICONIC-444's class-weighted variant: the stage's loss is
+    torch's weighted cross-entropy with w_c ∝ 1/f_c of the training labels, normalised to mean 1."""
+    import torch.nn.functional as F
+
+    from csfbench import grid
+    from csfbench.models import build_model
+    from csfbench.settings import load_yaml, validate_config
+    from csfbench.training.losses import inverse_frequency_weights
+    from csfbench.training.stages import build_stages
+    from tests.helpers.repo import REPO
+
+    config = load_yaml(REPO / "config/config.yaml")
+    config["backbones"]["vgg13"]["paradigms"] = ["ce"]
+    config["training"]["vgg13"]["ce"] = {"epochs": 2, "class_weights": "inverse_frequency"}
+    config = validate_config(config)
+    spec = grid.model_spec(config, "demo10", "vgg13_ce_do0_rew0_run1")
+    assert spec.csf_backbone == "vit"  # no paradigm confidence head: no Confidence CSF
+    labels = np.array([0] * 6 + [1] * 2 + list(range(2, 10)))
+    (stage,) = build_stages(spec, 5, labels)
+    assert stage.name == "ce" and stage.epochs == 2
+    torch.manual_seed(0)
+    model = build_model(spec).eval()
+    x, y = torch.randn(8, 3, 32, 32), torch.tensor([0, 1, 2, 3, 0, 1, 5, 9])
+    loss, logits = stage.loss(model, x, y, 0, stage.state)
+    weights = inverse_frequency_weights(labels, 10)
+    assert weights.mean().item() == pytest.approx(1.0) and weights[0] < weights[1] < weights[2]
+    torch.testing.assert_close(loss, F.cross_entropy(logits.float(), y, weight=weights))
+    plain = grid.model_spec(validate_config({**config, "training": {**config["training"], "vgg13": {
+        **config["training"]["vgg13"], "ce": {"epochs": 2}}}}), "demo10", "vgg13_ce_do0_rew0_run1")
+    (stage,) = build_stages(plain, 5)
+    torch.testing.assert_close(stage.loss(model, x, y, 0, stage.state)[0], F.cross_entropy(logits.float(), y))

@@ -111,7 +111,7 @@ def train_model(spec: ModelSpec, train_set: ImageSet, val_set: ImageSet, checkpo
     optim = spec.optim
     batch_size = int(optim["batch_size"])
     steps_per_epoch = -(-len(train_set) // batch_size)
-    stages = build_stages(spec, steps_per_epoch)
+    stages = build_stages(spec, steps_per_epoch, train_set.labels)
     aug = optim["augment"]
     grad_clip = float(optim["grad_clip"])
     val_loader = make_loader(val_set, spec.image_size, batch_size, num_workers=num_workers, **spec.loader_geometry)

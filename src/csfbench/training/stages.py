@@ -19,7 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from csfbench.models.network import Classifier
-from csfbench.training.losses import confidnet_loss, deep_gamblers_loss, devries_loss, update_devries_lambda
+from csfbench.training.losses import (confidnet_loss, cross_entropy, deep_gamblers_loss, devries_loss,
+                                      inverse_frequency_weights, update_devries_lambda)
 from csfbench.specs import ModelSpec
 
 LossFn = Callable[[Classifier, torch.Tensor, torch.Tensor, int, dict], tuple[torch.Tensor, torch.Tensor]]
@@ -58,9 +59,12 @@ def _adam(lr: float):
     return lambda params: torch.optim.Adam(params, lr=lr)
 
 
-def _ce_loss(model, x, y, epoch, state):
-    logits = model.head(model.encoder(x))[:, : model.n_classes]
-    return F.cross_entropy(logits.float(), y), logits
+def _ce_loss(class_weights: torch.Tensor | None = None):
+    """Plain or class-weighted cross-entropy of the class logits (:func:`csfbench.training.losses.cross_entropy`)."""
+    def loss(model, x, y, epoch, state):
+        logits = model.head(model.encoder(x))[:, : model.n_classes]
+        return cross_entropy(logits, y, class_weights), logits
+    return loss
 
 
 def _classifier_params(model: Classifier) -> list[nn.Parameter]:
@@ -78,12 +82,18 @@ def _epochs(params: dict, steps_per_epoch: int) -> tuple[int, int | None]:
     return int(params["epochs"]), None
 
 
-def build_stages(spec: ModelSpec, steps_per_epoch: int) -> list[Stage]:
-    """The stages of ``spec.paradigm`` with the hyper-parameters of the resolved spec."""
+def build_stages(spec: ModelSpec, steps_per_epoch: int, train_labels=None) -> list[Stage]:
+    """The stages of ``spec.paradigm`` with the hyper-parameters of the resolved spec; ``train_labels`` (the
+    training split's labels) set the class weights of ``ce`` with ``class_weights: inverse_frequency``."""
     optim, params, paradigm = spec.optim, spec.paradigm_params, spec.paradigm
     if paradigm == "ce":
         epochs, max_steps = _epochs(params, steps_per_epoch)
-        return [Stage("ce", epochs, _classifier_params, _classifier_modules, _sgd(optim), _ce_loss,
+        weights = None
+        if params.get("class_weights", "none") == "inverse_frequency":
+            if train_labels is None:
+                raise ValueError("class_weights inverse_frequency needs the training labels")
+            weights = inverse_frequency_weights(train_labels, spec.n_classes)
+        return [Stage("ce", epochs, _classifier_params, _classifier_modules, _sgd(optim), _ce_loss(weights),
                       max_steps=max_steps, warmup_steps=int(params["warmup_steps"]))]
     if paradigm == "dg":
         pretrain, reward = int(params["pretrain_epochs"]), float(spec.reward)
@@ -124,7 +134,7 @@ def build_stages(spec: ModelSpec, steps_per_epoch: int) -> list[Stage]:
 
         stages = [
             Stage("backbone", int(params["epochs_backbone"]), _classifier_params, _classifier_modules,
-                  _sgd(optim), _ce_loss),
+                  _sgd(optim), _ce_loss()),
             Stage("confidnet", int(params["epochs_head"]), lambda m: list(m.conf_head.parameters()),
                   lambda m: [m.conf_head], _adam(float(params["head_lr"])), tcp_loss,
                   on_start=sync_copy),
