@@ -3,6 +3,7 @@ together, KNN against faiss-cpu's exact ``IndexFlatL2``, and each method pytorch
 against pytorch-ood's detector on the same features.
 
     .venv/bin/python benchmarks/posthoc_methods.py [--scale 1.0] [--rounds 2] [--threads 0]
+                                                   [--methods KNN,KLM] [--references "faiss IndexFlatL2"]
                                                    [--out benchmarks/out/posthoc_methods]
 
 Data: the CSF-engine benchmark's synthetic VGG-13-like outputs (``csf_engine.make_data``): 50,000
@@ -68,6 +69,7 @@ REFERENCES = {"MSP": ["pytorch-ood MaxSoftmax"], "EBO": ["pytorch-ood EnergyBase
               "SCALE": ["pytorch-ood SCALE"], "DICE": ["pytorch-ood DICE"], "RMDS": ["pytorch-ood RMD"],
               "SHE": ["pytorch-ood SHE"], "MaxCosine": []}
 METHODS = tuple(REFERENCES)
+REFERENCE_NAMES = tuple(dict.fromkeys(ref for refs in REFERENCES.values() for ref in refs))
 SIDES = ("ours", "reference")
 TARGET_S, TARGET_PEAK = 90.0, 8 * GB
 #: a run under this is repeated for its per-method figure (an uncounted warm-up first) ...
@@ -201,14 +203,15 @@ def references(splits: dict, ctx) -> dict[str, tuple]:
     }
 
 
-def run_side(side: str, folder: Path, round_: int, methods: list[str]) -> None:
+def run_side(side: str, folder: Path, round_: int, methods: list[str], reference_names: list[str]) -> None:
     """One side in this process: every detector of ``methods`` once in sequence (the "all together"
     pass), then the repeats of the cheap ones; writes ``<side>.<round>.json`` and, in round 0, the
     confidences (:func:`conf_file`)."""
     splits, ctx, _ = _load_data(folder)
     scored = [name for name in splits if name not in ("train", "val")]
     detectors = ours(splits, ctx) if side == "ours" else references(splits, ctx)
-    detectors = {name: d for name, d in detectors.items() if name.split(" / ")[0] in methods}
+    detectors = {name: d for name, d in detectors.items() if name.split(" / ")[0] in methods
+                 and (side == "ours" or name.split(" / ")[1] in reference_names)}
     peaks = PeakRss()
 
     def run(fit, score) -> tuple[list[float], np.ndarray]:
@@ -245,7 +248,8 @@ def _median_run(entry: dict) -> list[float]:
     return runs[len(runs) // 2]
 
 
-def summarise(reports: dict[str, list[dict]], folder: Path, methods: list[str]) -> dict:
+def summarise(reports: dict[str, list[dict]], folder: Path, methods: list[str],
+              reference_names: list[str]) -> dict:
     """Medians over rounds, ratios and Spearman correlations (round-0 confidences)."""
     from scipy.stats import spearmanr
 
@@ -262,7 +266,7 @@ def summarise(reports: dict[str, list[dict]], folder: Path, methods: list[str]) 
     ours_methods, reference_methods = per_method("ours"), per_method("reference")
     pairs = []
     for method in methods:
-        for ref in REFERENCES[method]:
+        for ref in (r for r in REFERENCES[method] if r in reference_names):
             key = pair_key(method, ref)
             a, b = np.load(conf_file(folder, "ours", method)), np.load(conf_file(folder, "reference", key))
             mine, theirs = ours_methods[method], reference_methods[key]
@@ -319,6 +323,8 @@ def main(argv=None) -> int:
                         help="BLAS (threadpoolctl), torch and faiss threads; 0 = the libraries' defaults")
     parser.add_argument("--methods", default=",".join(METHODS),
                         help="comma-separated subset of the methods (and their references) to run")
+    parser.add_argument("--references", default=",".join(REFERENCE_NAMES),
+                        help="comma-separated subset of the reference implementations to run (all by default)")
     parser.add_argument("--seed", type=int, default=0, help="data seed")
     parser.add_argument("--out", default=str(Path(__file__).parent / "out" / "posthoc_methods"),
                         help="output prefix: <out>.json and <out>.md")
@@ -329,6 +335,10 @@ def main(argv=None) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if set(methods) - set(METHODS):
         parser.error(f"unknown methods {sorted(set(methods) - set(METHODS))}; known: {', '.join(METHODS)}")
+    reference_names = [r.strip() for r in args.references.split(",") if r.strip()]
+    if set(reference_names) - set(REFERENCE_NAMES):
+        parser.error(f"unknown references {sorted(set(reference_names) - set(REFERENCE_NAMES))}; "
+                     f"known: {', '.join(REFERENCE_NAMES)}")
     if args.threads:
         from threadpoolctl import threadpool_limits
         threadpool_limits(limits=args.threads)
@@ -338,7 +348,7 @@ def main(argv=None) -> int:
             import torch
             torch.set_num_threads(args.threads)
             faiss.omp_set_num_threads(args.threads)
-        run_side(args.side, Path(args.data), args.round, methods)
+        run_side(args.side, Path(args.data), args.round, methods, reference_names)
         return 0
 
     t0 = time.perf_counter()
@@ -360,10 +370,11 @@ def main(argv=None) -> int:
             for side in SIDES if round_ % 2 == 0 else SIDES[::-1]:
                 t_side = time.perf_counter()
                 subprocess.run([sys.executable, __file__, "--side", side, "--data", str(folder), "--round", str(round_),
-                                "--threads", str(args.threads), "--methods", ",".join(methods)], check=True)
+                                "--threads", str(args.threads), "--methods", ",".join(methods),
+                                "--references", ",".join(reference_names)], check=True)
                 reports[side].append(json.loads((folder / f"{side}.{round_}.json").read_text()))
                 print(f"round {round_} {side:9s} {time.perf_counter() - t_side:7.1f} s", flush=True)
-        result = summarise(reports, folder, methods)
+        result = summarise(reports, folder, methods, reference_names)
     config["load_avg_end"] = os.getloadavg()
     result = {"config": config, **result}
     print(markdown(result))

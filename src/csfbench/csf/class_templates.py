@@ -30,16 +30,17 @@ Every score is a float64 array (N,), oriented as a **confidence**: higher = more
   the CTM kernel :func:`csfbench.csf.distance_scores.max_cosine` with ``directions = W``, reused as is.
 
 Shapes: ``features`` N×D, ``logits`` N×C, ``labels`` N integers in [0, C).  Work over N rows runs in
-row blocks (:func:`csfbench.csf.blocks.row_blocks`), in float64.  None of these has a hyper-parameter
+row blocks (:func:`csfbench.csf.blocks.row_blocks`; KLM's on several threads,
+:func:`~csfbench.csf.blocks.map_row_blocks`), in float64.  None of these has a hyper-parameter
 (ICONIC-444, Krumpl, Avenhaus & Possegger, arXiv 2601.10802, Table 7: "—"), hence the empty grids.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.blocks import row_blocks
+from csfbench.csf.blocks import map_row_blocks, row_blocks, sum_row_blocks
 from csfbench.csf.distance_scores import check_labels, maha_fit, maha_score
-from csfbench.csf.logit_scores import as_rows, energy, softmax
+from csfbench.csf.logit_scores import _shifted_exp, as_rows
 
 KLM_GRID: dict[str, tuple] = {}
 SHE_GRID: dict[str, tuple] = {}
@@ -49,26 +50,59 @@ MAXCOSINE_GRID: dict[str, tuple] = {}
 
 def klm_fit(logits: np.ndarray) -> dict[str, np.ndarray]:
     """KLM templates ``{"templates": K×C}``: the mean softmax of the rows predicted as each of the K
-    classes predicted at least once, in class order."""
+    classes predicted at least once, in class order.
+
+    One pass over row blocks on several threads: each block's softmax, its rows ordered by predicted
+    class (a stable sort), and the per-class sums by :func:`numpy.add.reduceat`; the blocks' sums and
+    counts are added in row order (:func:`~csfbench.csf.blocks.sum_row_blocks`)."""
     logits = as_rows(logits)
-    probs = softmax(logits)
-    predicted = logits.argmax(axis=1)
-    classes = np.unique(predicted)
-    return {"templates": np.stack([probs[predicted == k].mean(axis=0) for k in classes])}
+    n_classes = logits.shape[1]
+    if not len(logits):
+        raise ValueError("KLM templates need at least one fitted row")
+
+    def block(rows: slice) -> np.ndarray:
+        z = logits[rows]
+        probs = np.empty(z.shape)
+        _, sums = _shifted_exp(z, 1.0, probs)
+        probs *= np.reciprocal(sums, out=sums)[:, None]
+        predicted = z.argmax(axis=1)
+        order = np.argsort(predicted, kind="stable")
+        ordered = predicted[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        totals = np.zeros((n_classes, n_classes + 1))  # per class: the sum of its rows' softmax, their count
+        totals[ordered[starts], :-1] = np.add.reduceat(probs[order], starts, axis=0)
+        totals[:, -1] = np.bincount(predicted, minlength=n_classes)
+        return totals
+
+    totals = sum_row_blocks(block, len(logits), n_classes)
+    classes = np.flatnonzero(totals[:, -1])
+    return {"templates": totals[classes, :-1] / totals[classes, -1:]}
 
 
 def klm_score(state: dict[str, np.ndarray], logits: np.ndarray) -> np.ndarray:
     """KLM confidence ``−min_k KL(p ‖ d_k) = max_k Σ_c p_c log d_kc − Σ_c p_c log p_c``, nats, <= 0.
 
-    ``log p = z − LSE(z)``, so a probability that underflows to 0 contributes 0 to Σ p log p."""
+    With e = exp(z − s) (the shifts s of :func:`~csfbench.csf.logit_scores.softmax`: the block's
+    maximum, or a row's own where that would underflow), S = Σ_c e_c and LSE = s + log S:
+    ``p = e / S`` and ``log p = z − LSE``, so the confidence is ``(max_k e · log d_k − e · z) / S + LSE``:
+    one exponential per entry, no normalised probabilities, and a probability that underflows to 0
+    contributes 0 to Σ p log p.  Row blocks run on several threads."""
     logits = as_rows(logits)
-    log_templates = np.log(np.maximum(state["templates"], np.finfo(np.float64).tiny))
+    log_templates = np.log(np.maximum(state["templates"], np.finfo(np.float64).tiny)).T.copy()  # C×K
     scores = np.empty(len(logits))
-    for rows in row_blocks(len(logits), max(logits.shape[1], len(log_templates))):
+
+    def block(rows: slice) -> None:
         z = logits[rows]
-        probs = softmax(z)
-        neg_entropy = np.einsum("ij,ij->i", probs, z) - energy(z)
-        scores[rows] = np.max(probs @ log_templates.T, axis=1) - neg_entropy
+        e = np.empty(z.shape)
+        shifts, sums = _shifted_exp(z, 1.0, e)
+        out = np.max(e @ log_templates, axis=1)
+        out -= np.einsum("ij,ij->i", e, z)
+        out /= sums
+        out += np.log(sums, out=sums)
+        out += shifts
+        scores[rows] = out
+
+    map_row_blocks(block, len(logits), max(logits.shape[1], log_templates.shape[1]))
     return scores
 
 
