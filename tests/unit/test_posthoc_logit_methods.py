@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from csfbench.csf.logit_methods import GEN_GRID, ODIN_GRID, gen_grid, odin
-from csfbench.csf.logit_scores import energy, msr, softmax
+from csfbench.csf.logit_scores import energy, max_softmax, msr, softmax
 
 from tests.helpers.posthoc_data import agree, gaussian_outputs, outlier, pytorch_ood, separation
 
@@ -31,7 +31,17 @@ def test_msp_and_ebo_at_t1_by_hand():
     z = [1.0, 2.0, 3.0]
     total = sum(math.exp(v) for v in z)
     assert msr(softmax(np.array([z])))[0] == pytest.approx(math.exp(3.0) / total, rel=1e-14)
+    assert max_softmax(np.array([z]))[0] == pytest.approx(math.exp(3.0) / total, rel=1e-14)
     assert energy(np.array([z]))[0] == pytest.approx(math.log(total), rel=1e-14)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7, 1000.0])
+def test_max_softmax_is_msr_of_softmax_bit_for_bit(data, temperature):
+    # rows far below the block's maximum take their own shift (the underflow path) in both
+    z = np.vstack([data["z_test"], [[-900.0, -905.0, *[-1000.0] * (data["z_test"].shape[1] - 2)]]])
+    np.testing.assert_array_equal(max_softmax(z, temperature), msr(softmax(z, temperature)))
+    np.testing.assert_array_equal(max_softmax(z.astype(np.float32), temperature),
+                                  msr(softmax(z.astype(np.float32), temperature)))
 
 
 def test_grids():
@@ -42,7 +52,7 @@ def test_grids():
 
 def test_orientation(data):
     z = data["z_test"]
-    for name, scores in {"MSP": msr(softmax(z)), "EBO": energy(z),
+    for name, scores in {"MSP": max_softmax(z), "EBO": energy(z),
                          **{f"ODIN T={t}": odin(z, t) for t in ODIN_GRID["temperature"]}}.items():
         # on this fixture: EBO 1.0, MSP 0.86, ODIN 0.72-0.86 (falling with T); a flipped sign gives <= 0.28
         assert separation(scores) > 0.7, name
@@ -53,7 +63,7 @@ def test_agree_with_pytorch_ood(data):
 
     ood = pytorch_ood()
     z = torch.tensor(data["z_test"])
-    agree(msr(softmax(data["z_test"])), outlier(ood.MaxSoftmax(None).predict_logits(z)), 1e-12)
+    agree(max_softmax(data["z_test"]), outlier(ood.MaxSoftmax(None).predict_logits(z)), 1e-12)
     agree(energy(data["z_test"]), outlier(ood.EnergyBased(None).predict_logits(z)), 1e-12)
     for t in ODIN_GRID["temperature"]:
         theirs = outlier(ood.ODIN(torch.nn.Identity(), eps=0.0, temperature=t).predict(z))

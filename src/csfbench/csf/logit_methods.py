@@ -3,9 +3,9 @@ the kernels of :mod:`csfbench.csf.logit_scores`, with their hyper-parameter grid
 Krumpl, Avenhaus & Possegger, arXiv 2601.10802, Table 7).
 
 * **MSP** (Hendrycks & Gimpel, "A Baseline for Detecting Misclassified and Out-of-Distribution Examples
-  in Neural Networks", ICLR 2017, arXiv 1610.02136) = ``msr(softmax(z))``, and **EBO** (Liu, Wang,
-  Owens & Li, "Energy-based Out-of-distribution Detection", NeurIPS 2020, arXiv 2010.03759) =
-  ``energy(z)``, both at T = 1; no hyper-parameter.
+  in Neural Networks", ICLR 2017, arXiv 1610.02136) = ``max_softmax(z)`` = ``msr(softmax(z))``, and
+  **EBO** (Liu, Wang, Owens & Li, "Energy-based Out-of-distribution Detection", NeurIPS 2020,
+  arXiv 2010.03759) = ``energy(z)``, both at T = 1; no hyper-parameter.
 * **ODIN** (Liang, Li & Srikant, "Enhancing The Reliability of Out-of-distribution Image Detection in
   Neural Networks", ICLR 2018, arXiv 1706.02690, §3) with input-perturbation magnitude ε = 0: the
   maximum softmax probability at temperature T, :func:`odin`, in [1/C, 1].  ICONIC-444's grid is
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.logit_scores import msr, softmax
+from csfbench.csf.logit_scores import max_softmax
 
 ODIN_GRID = {"temperature": (1, 10, 100, 1000)}
 GEN_GRID = {"gamma": (0.01, 0.1, 0.5, 1, 2, 5, 10), "m": (2, 4, 5, 10, 15, 20, 25, 50, 100, 200, 300)}
@@ -36,4 +36,4 @@ def odin(logits: np.ndarray, temperature: float) -> np.ndarray:
     """ODIN confidence at ε = 0: ``max_c softmax(z / T)_c``, shape (N,)."""
     if temperature <= 0:
         raise ValueError(f"ODIN temperature must be > 0, got {temperature}")
-    return msr(softmax(logits, temperature))
+    return max_softmax(logits, temperature)

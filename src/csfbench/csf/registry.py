@@ -238,7 +238,7 @@ CSFS: tuple[Csf, ...] = (
     # Post-hoc detectors of ICONIC-444 (Krumpl, Avenhaus & Possegger, arXiv 2601.10802, §3 and Table 7)
     # and ImageNet-OOD (Yang, Zhang & Russakovsky, ICLR 2024, arXiv 2310.01755, §3) computed from the
     # stored outputs, on the unprojected features and logits; search ranges span their grids
-    Csf("MSP", ("none",), lambda s, v, c, hp: ls.msr(ls.softmax(v.logits, 1.0))),
+    Csf("MSP", ("none",), lambda s, v, c, hp: ls.max_softmax(v.logits, 1.0)),
     Csf("EBO", ("none",), lambda s, v, c, hp: ls.energy(v.logits, 1.0)),
     Csf("ODIN", ("none",), lambda s, v, c, hp: logit_methods.odin(v.logits, hp["temperature"]),
         space=_span(logit_methods.ODIN_GRID, "float"), grid=logit_methods.ODIN_GRID),
