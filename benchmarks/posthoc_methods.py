@@ -54,7 +54,7 @@ from csfbench.csf.distance_scores import max_cosine
 from csfbench.csf.feature_shaping import ash_score, dice_fit, dice_score, react_fit, react_score, scale_score
 from csfbench.csf.knn import knn_fit, knn_score
 from csfbench.csf.logit_methods import odin
-from csfbench.csf.logit_scores import energy, gen, msr, softmax
+from csfbench.csf.logit_scores import energy, gen, max_softmax, softmax
 from csfbench.csf.openmax import openmax_fit, openmax_score
 
 #: fixed hyper-parameters, each in ICONIC-444's Table 7 grid (percentiles in percent)
@@ -99,7 +99,7 @@ def ours(splits: dict, ctx) -> dict[str, tuple]:
         return fit, lambda state, s: score(state, splits[s])
 
     return {
-        "MSP": logit(lambda z: msr(softmax(z))),
+        "MSP": logit(max_softmax),
         "EBO": logit(energy),
         "ODIN": logit(lambda z: odin(z, hp["ODIN"]["temperature"])),
         "GEN": logit(lambda z: gen(softmax(z), hp["GEN"]["m"], hp["GEN"]["gamma"])),
