@@ -24,11 +24,16 @@ demo: setup
 	$(BIN)/snakemake --configfile config/config.yaml --report results/report.html
 	@echo "$(CURDIR)/results/report.html"
 
-# A run of your own config in a folder of its own (docs/own-data.md): `make run CONFIG=my.yaml RESULTS=runs/my`
-# writes runs/my/results/ (report included) and never touches the demo's results/; `make report` rebuilds the
-# report of that run with the same config and folder.
+# A run of your own config in a folder of its own (docs/own-data.md): `make run CONFIG=my.yaml` writes
+# runs/my/results/ (report included; RESULTS= another folder) and never touches the demo's results/;
+# `make report`, `make manifest` and `make verify` with the same CONFIG= (and RESULTS=) follow that run.
+# The demo config keeps the checkout's results/ (RESULTS = .).
 CONFIG ?= config/config.yaml
+ifeq ($(abspath $(CONFIG)),$(CURDIR)/config/config.yaml)
 RESULTS ?= .
+else
+RESULTS ?= runs/$(basename $(notdir $(CONFIG)))
+endif
 RUN_SNAKEMAKE = $(BIN)/snakemake -s $(CURDIR)/Snakefile --directory $(RESULTS) --configfile $(abspath $(CONFIG))
 
 run: setup

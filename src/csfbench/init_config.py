@@ -768,8 +768,15 @@ def _describe(item: Found) -> str:
 
 
 def default_results(config_path: str | Path) -> str:
-    """The run folder proposed for a config: ``runs/{its file stem}``."""
-    return f"runs/{dataset_name(Path(config_path).stem)}"
+    """The run folder proposed for a config: ``runs/{its file stem}``, the Makefile's default ``RESULTS`` for
+    ``make run CONFIG=...`` (relative to the checkout)."""
+    return f"runs/{Path(config_path).stem}"
+
+
+def make_command(config_path: str | Path, results: str) -> str:
+    """``make run CONFIG=...`` for a config, with ``RESULTS=`` only where it differs from the Makefile's default."""
+    extra = "" if results == default_results(config_path) else f" RESULTS={results}"
+    return f"make run CONFIG={config_path}{extra}"
 
 
 def build_config(scan_: Scan, results: str | None = None, config_path: str | None = None) -> str:
@@ -791,6 +798,7 @@ def build_config(scan_: Scan, results: str | None = None, config_path: str | Non
         f"#   snakemake --cores 2 --directory {results} --configfile {config_path}",
         f"#   snakemake --directory {results} --configfile {config_path} --report results/report.html",
         f"# (the report's path is relative to --directory: it lands in {results}/results/report.html)",
+        f"# or, the run, its summary and its report in one command: {make_command(config_path, results)}",
         "# Small CPU-friendly settings: a VGG-13 at width 0.25, one paradigm, one run, a few epochs; scale up in",
         "# `backbones` and `training` (config/paper.yaml: the paper's grid and its 250-300 epochs, on a GPU).",
     ]
@@ -842,10 +850,10 @@ def build_config(scan_: Scan, results: str | None = None, config_path: str | Non
 
     lines += _comment("the model grid: every paradigm x dropout x run is one model. Other paradigms: confidnet "
                       "(training.vgg13.confidnet), dg (training.vgg13.dg and sources.*.dg_rewards); dropout [0, 1] "
-                      "adds MC-dropout models (set mcd_samples, e.g. 50); more runs = more seeds")
+                      "adds MC-dropout models (then set mcd_samples, the MC-dropout passes, e.g. 50; default 0); "
+                      "more runs = more seeds")
     lines += ["backbones:", "  vgg13:", "    paradigms: [devries]", "    dropout: [0]", "    runs: [1]",
-              "    arch: {width: 0.25}  # the paper: 1.0",
-              f"    mcd_samples: 0  # {_description('backbones', 'vgg13', 'mcd_samples')}", ""]
+              "    arch: {width: 0.25}  # the paper: 1.0", ""]
     lines += _comment("training per backbone: `common` SGD settings shared by its paradigms, then per paradigm "
                       "(config/README.md, training). hflip: turn it off for data whose mirror image is another "
                       "class (digits, text)")
@@ -945,6 +953,7 @@ def run_init(data_root: str | Path, output: str | Path, results: str | None = No
         f"  snakemake --cores 2 --directory {results} --configfile {config_path}",
         f"  snakemake --directory {results} --configfile {config_path} --report results/report.html"
         f"   # writes {results}/results/report.html",
+        f"or, the run, its summary and its report in one command: {make_command(config_path, results)}",
     ])
 
 

@@ -106,7 +106,7 @@ def test_the_config_is_minimal_small_and_commented(written, tmp_path):
     raw = yaml.safe_load(text)
     assert set(raw) == set(schema()["required"])  # every optional section left to its defaults
     assert raw["backbones"] == {"vgg13": {"paradigms": ["devries"], "dropout": [0], "runs": [1],
-                                          "arch": {"width": 0.25}, "mcd_samples": 0}}
+                                          "arch": {"width": 0.25}}}  # mcd_samples: 0 by default
     assert raw["training"]["vgg13"]["devries"]["epochs"] <= 10
     comments = [line.lstrip(" #").strip() for line in text.splitlines() if line.lstrip().startswith("#")]
     described = " ".join(" ".join(comments).split())
