@@ -1,6 +1,7 @@
 import json
 
 from csfbench.logs import job_logging
+from csfbench.settings import loader_workers
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.stages.conformal import prediction_set_table
 from csfbench.stages.features import eval_images
@@ -13,6 +14,6 @@ with job_logging(snakemake.log[0], snakemake.threads):
         def gram():
             return gram_class_scores(spec, snakemake.input.checkpoint, snakemake.input.network_fit,
                                      eval_images(spec, EvalSet("test", "id", "test")), snakemake.params.batch_size,
-                                     snakemake.params.num_workers)
+                                     loader_workers(snakemake.params.num_workers, snakemake.threads))
     prediction_set_table(spec, snakemake.input.train, snakemake.input.test, json.loads(snakemake.params.settings),
                          snakemake.output.table, gram)

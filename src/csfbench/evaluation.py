@@ -6,6 +6,8 @@ Which schemes apply (Claros-Olivares & Brockmeier, §4.1; Yang et al., ICLR 2024
 - ``correct_vs_ood``, ``newclass`` and ``failure`` for every shifted set against the ID test set.
 
 MC-dropout variants are judged against the MC-mean prediction's correctness (``mcd`` = True rows).
+The columns :data:`GROUP_COLUMNS` (``corruption``, ``severity``) carry the set's group keys, null where the set
+has none, so results can be grouped by corruption and severity.
 Metrics undefined for a set (e.g. AUROC when nothing fails) are omitted by
 :func:`csfbench.metrics.evaluate`, which logs why.
 
@@ -21,10 +23,13 @@ import pandas as pd
 
 from csfbench.metrics import build_scheme, evaluate
 from csfbench.metrics.conformal import band_metrics
-from csfbench.specs import EvalSet, ModelSpec
+from csfbench.specs import GROUP_KEYS, EvalSet, ModelSpec
 
 COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "mcd", "csf", "variant", "tuning_protocol",
-           "dataset", "shift_type", "regime", "scheme", "split", "metric", "value"]
+           "dataset", "shift_type", "regime", "corruption", "severity", "scheme", "split", "metric", "value"]
+#: the evaluation set's group keys (:attr:`csfbench.specs.EvalSet.groups`): attributes of the dataset, not part of
+#: a row's key, null where they do not apply
+GROUP_COLUMNS = list(GROUP_KEYS)
 SHIFT_SCHEMES = ("correct_vs_ood", "newclass", "failure")
 #: attributes of a conformal row (not part of a row's key: the metric name holds method and δ)
 CONFORMAL_COLUMNS = ["delta", "conformal_method", "n_cal", "calibration"]
@@ -65,7 +70,7 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
         raise ValueError(f"{eval_set.name}: the ID test scores are needed for the {SHIFT_SCHEMES} schemes")
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime,
-                split="val" if eval_set.name == "val" else "test")
+                split="val" if eval_set.name == "val" else "test", **eval_set.groups)
     rows = []
     for mode, data in scores.items():
         protocols = data.get("protocols", {})
@@ -94,7 +99,7 @@ def conformal_rows(spec: ModelSpec, eval_set: EvalSet, calibration: dict, scores
     """
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime, split="test",
-                scheme=CONFORMAL_SCHEME, calibration=calibration_name)
+                scheme=CONFORMAL_SCHEME, calibration=calibration_name, **eval_set.groups)
     rows = []
     for mode, per_variant in scores.items():
         for (csf, variant), conf in sorted(per_variant.items()):

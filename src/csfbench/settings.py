@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -136,6 +137,7 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
         err = jsonschema.exceptions.best_match(errors, key=jsonschema.exceptions.relevance)
         raise ConfigError(_key_path(err), _describe_expected(err), _found(err), origin)
     _check_source_training(config, origin)
+    _check_augment(config["training"], "training", origin)
     _check_references(config, origin)
     _check_conformal(config, origin)
     _check_analyses(config, origin)
@@ -160,6 +162,24 @@ def _check_source_training(config: dict, origin: str) -> None:
             path = "/".join(str(p) for p in list(err.absolute_path)[1:])
             raise ConfigError(f"sources/{name}/training/{path}".rstrip("/"), _describe_expected(err), _found(err),
                               origin)
+        _check_augment(merged["training"], f"sources/{name}/training", origin)
+
+
+def _check_augment(training: dict, where: str, origin: str) -> None:
+    """Each backbone's ``common.augment``: at most one random crop, and ``[min, max]`` ranges of the
+    random-resized crop in order (``where``: the key path of ``training`` in messages)."""
+    for backbone, section in training.items():
+        augment = section["common"]["augment"]
+        key = f"{where}/{backbone}/common/augment"
+        rrc = augment.get("random_resized_crop")
+        if rrc is None:
+            continue
+        if augment["crop_padding"] > 0:
+            raise ConfigError(f"{key}/crop_padding", "0 with random_resized_crop (one random crop)",
+                              augment["crop_padding"], origin)
+        for name in ("scale", "ratio"):
+            if rrc[name][0] > rrc[name][1]:
+                raise ConfigError(f"{key}/random_resized_crop/{name}", "[min, max] with min <= max", rrc[name], origin)
 
 
 def _check_references(config: dict, origin: str) -> None:
@@ -332,6 +352,16 @@ def _check_analyses(config: dict, origin: str) -> None:
         for role, allowed in (("id", ["test", *config["datasets"]]), ("ood", list(config["datasets"]))):
             if pair[role] not in allowed:
                 raise ConfigError(f"analyses/pairs/{i}/{role}", f"one of {sorted(allowed)}", pair[role], origin)
+
+
+def loader_workers(num_workers: int | None, threads: int) -> int:
+    """DataLoader worker processes of a job: the configured ``resources.<rule>.num_workers`` when set, else
+    the job's ``threads`` less one for the main process, at most the CPUs this process may run on less one
+    (never below 0 = loading in the main process)."""
+    if num_workers is not None:
+        return int(num_workers)
+    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(min(int(threads), available) - 1, 0)
 
 
 def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:

@@ -10,6 +10,11 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
+from csfbench.shifts.names import parse_corruption_set
+
+#: the group keys of an evaluation set (:attr:`EvalSet.groups`), columns of its metric rows
+GROUP_KEYS = ("corruption", "severity")
+
 
 class _Json:
     """JSON round trip of a frozen spec; nested specs are listed in ``_nested`` (field -> class)."""
@@ -153,3 +158,16 @@ class EvalSet(_Json):
     def split(self) -> str:
         """The split the set's images come from (an ID split's own name, else its dataset's split)."""
         return self.name if self.dataset is None else self.dataset.split
+
+    @property
+    def groups(self) -> dict[str, Any]:
+        """The set's group keys (:data:`GROUP_KEYS`), written to its metric rows: the ``corruption`` (str) and
+        ``severity`` (int, 1..5) of a corrupted set — from its dataset's options (formats ``cifar_c``,
+        ``imagenet_c``) or from the name of a generated corruption set (``corrupt-{family}-{severity}``) — and
+        None for every other set."""
+        options = self.dataset.options if self.dataset is not None else {}
+        parsed = parse_corruption_set(self.name)
+        corruption = options.get("corruption", parsed[0] if parsed else None)
+        severity = options.get("severity", parsed[1] if parsed else None)
+        return {"corruption": None if corruption is None else str(corruption),
+                "severity": None if severity is None else int(severity)}

@@ -155,8 +155,7 @@ def train_model(spec: ModelSpec, train_set: ImageSet, val_set: ImageSet, checkpo
             for images, labels, _ in loader:
                 if scheduler.last_epoch >= total_steps:
                     break
-                x = augment(normalize(images.to(device, non_blocking=True), **spec.normalize), generator,
-                            int(aug["crop_padding"]), bool(aug["hflip"]), int(aug["cutout"]))
+                x = augment(normalize(images.to(device, non_blocking=True), **spec.normalize), generator, **aug)
                 y = labels.to(device, non_blocking=True)
                 with autocast(device):
                     loss, logits = stage.loss(model, x, y, epoch, stage.state)
