@@ -1,26 +1,39 @@
 # Pair analyses (Yang, Zhang & Russakovsky, "ImageNet-OOD", ICLR 2024): one job per source over the scores of
 # its models (fit group `none`): the A_co/A_io/A_ci decomposition of every (ID-role, OOD-role) pair with its
-# identities checked, the pair grid, cliques over (model, pair) blocks, transferred-threshold false rejection
-# and the random-network check.  `analyses.enabled: false` leaves the stage without jobs.
+# identities checked, the conditional-AUROC table, the pair grid, cliques over (model, pair) blocks,
+# transferred-threshold false rejection, the random-network check, the distance-controlled AUROC, the MSP vs
+# Max-Logit rank comparison with score densities and the rank-gap gallery, each a table and a figure in the
+# report; then ICONIC-444's category tables over every source.  `analyses.enabled: false` leaves the stage
+# without jobs.
 
 
 rule pair_analyses:
     input:
         unpack(analysis_inputs),
     output:
-        decomposition=paths.analysis_table("decomposition"),
+        decomposition=report(paths.analysis_table("decomposition"), caption="../report/table_decomposition.rst",
+                             category="Pair analyses"),
+        decomposition_png=report(paths.figure("decomposition_{source}.png"),
+                                 caption="../report/figure_decomposition.rst", category="Pair analyses"),
+        decomposition_pdf=paths.figure("decomposition_{source}.pdf"),
         pair_grid=report(paths.analysis_table("pair_grid"), caption="../report/table_pair_grid.rst",
                          category="Pair analyses"),
         conditional=report(paths.analysis_table("conditional"), caption="../report/table_conditional.rst",
                            category="Pair analyses"),
+        conditional_png=report(paths.figure("conditional_{source}.png"),
+                               caption="../report/figure_conditional.rst", category="Pair analyses"),
+        conditional_pdf=paths.figure("conditional_{source}.pdf"),
         frr=report(paths.analysis_table("frr"), caption="../report/table_frr.rst", category="Pair analyses"),
+        frr_png=report(paths.figure("frr_{source}.png"),
+                       caption="../report/figure_frr.rst", category="Pair analyses"),
+        frr_pdf=paths.figure("frr_{source}.pdf"),
         random_check=report(paths.analysis_table("random_check"), caption="../report/table_random_check.rst",
                             category="Pair analyses"),
         distance=report(paths.analysis_table("distance"), caption="../report/table_distance.rst",
                         category="Pair analyses"),
         distance_overlap=paths.analysis_table("distance_overlap"),
         categories=paths.analysis_table("categories_long"),
-        ranks=paths.analysis_table("ranks"),
+        ranks=report(paths.analysis_table("ranks"), caption="../report/table_ranks.rst", category="Pair analyses"),
         gallery=paths.analysis_table("gallery"),
         gallery_png=report(paths.figure("gallery_{source}.png"), caption="../report/figure_gallery.rst",
                            category="Pair analyses"),
@@ -29,6 +42,11 @@ rule pair_analyses:
                           category="Pair analyses"),
         scores_pdf=paths.figure("scores_{source}.pdf"),
         rankings=paths.pair_rankings(),
+        rankings_table=report(paths.analysis_table("pair_rankings"), caption="../report/table_pair_rankings.rst",
+                              category="Pair analyses"),
+        rankings_png=report(paths.figure("pair_rankings_{source}.png"),
+                            caption="../report/figure_pair_rankings.rst", category="Pair analyses"),
+        rankings_pdf=paths.figure("pair_rankings_{source}.pdf"),
         png=report(paths.figure("pairs_{source}.png"), caption="../report/figure_pairs.rst",
                    category="Pair analyses"),
         pdf=paths.figure("pairs_{source}.pdf"),
@@ -59,7 +77,11 @@ rule category_tables:
     output:
         averaged=report(paths.category_table("averaged"), caption="../report/table_categories.rst",
                         category="Pair analyses"),
-        pooled=paths.category_table("pooled"),
+        pooled=report(paths.category_table("pooled"), caption="../report/table_categories_pooled.rst",
+                      category="Pair analyses"),
+        png=report(paths.figure("categories.png"), caption="../report/figure_categories.rst",
+                   category="Pair analyses"),
+        pdf=paths.figure("categories.pdf"),
     log:
         paths.log("analyses", "category_tables"),
     benchmark:
@@ -72,3 +94,30 @@ rule category_tables:
         runtime=res("category_tables", "runtime"),
     script:
         "../workflow_scripts/category_tables.py"
+
+
+# The distance-controlled AUROC's covariate query sets (ImageNet-OOD §4.2 compares covariate and semantic sets at
+# equal distance): a source's covariate sets embedded with the proximity stage's encoder, in a file of their own
+# beside the proximity stage's embeddings (whose near/mid/far stratification covers only the semantic sets).
+rule covariate_embed:
+    input:
+        unpack(covariate_embed_inputs),
+    output:
+        embeddings=covariate_embeddings(),
+    params:
+        sets=covariate_embed_sets,
+        encoder=lambda w: json.dumps(config["proximity"]["encoder"], sort_keys=True),
+        batch_size=lambda w: config["proximity"]["batch_size"],
+    log:
+        paths.log("analyses", "{source}/covariate_embed"),
+    benchmark:
+        paths.benchmark("analyses", "{source}/covariate_embed")
+    conda:
+        "../envs/csfbench.yaml"
+    threads: res("proximity_embed", "threads")
+    resources:
+        mem_mb=res("proximity_embed", "mem_mb"),
+        runtime=res("proximity_embed", "runtime"),
+        gpu=res("proximity_embed", "gpu"),
+    script:
+        "../workflow_scripts/covariate_embed.py"

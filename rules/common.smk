@@ -250,15 +250,19 @@ def proximity_outputs():
     return [paths.proximity_table(source, ext) for source in proximity_sources() for ext in ("csv", "tex")]
 
 
+def encoder_weights_input():
+    """{"weights": file} when the proximity encoder's weights are the ones the workflow produces (the demo's
+    pretrained ViT: a DAG input); user-provided weights are checked when the job starts (as for
+    backbones/vit/pretrained in train_inputs)."""
+    encoder = config["proximity"]["encoder"]
+    if "pretrain" in config and encoder.get("file") == config["backbones"]["vit"]["pretrained"]["file"]:
+        return {"weights": encoder["file"]}
+    return {}
+
+
 def proximity_embed_inputs(wildcards):
     names = [source_dataset(wildcards.source), *semantic_sets(wildcards.source)]
-    inputs = {"index": [paths.dataset_index(name) for name in names]}
-    encoder = config["proximity"]["encoder"]
-    # weights the workflow produces (the demo's pretrained ViT) are a DAG input; user-provided weights are
-    # checked when the job starts (as for backbones/vit/pretrained in train_inputs)
-    if "pretrain" in config and encoder.get("file") == config["backbones"]["vit"]["pretrained"]["file"]:
-        inputs["weights"] = encoder["file"]
-    return inputs
+    return {"index": [paths.dataset_index(name) for name in names], **encoder_weights_input()}
 
 
 def proximity_embed_params(wildcards):
@@ -332,14 +336,41 @@ def gallery_sets_json(source):
                        "sets": [grid.eval_set_spec(config, source, n).to_dict() for n in names]}, sort_keys=True)
 
 
+def covariate_sets(source):
+    """The covariate sets a source's models are scored on: its catalogue sets of shift type covariate and, when
+    one of its models is in the shift study, the generated corruption sets."""
+    generated = grid.corruption_sets(config, source) if any(s == source for s, _ in grid.study_models(config)) else []
+    return [n for n, e in config["sources"][source]["ood"].items() if e["shift_type"] == "covariate"] + generated
+
+
+def covariate_embeddings(source="{source}"):
+    """The encoder embeddings of a source's covariate sets (rule covariate_embed), beside the proximity stage's."""
+    return paths.proximity_embeddings(source).rsplit("/", 1)[0] + "/covariate_embeddings.h5"
+
+
+def covariate_embed_inputs(wildcards):
+    """What the covariate sets' images are read through (generated images or dataset indexes), the weights."""
+    sets = [next(iter(eval_set_images(wildcards.source, None, name).values()))
+            for name in covariate_sets(wildcards.source)]
+    return {"sets": sets, **encoder_weights_input()}
+
+
+def covariate_embed_sets(wildcards):
+    source = wildcards.source
+    return json.dumps({n: grid.eval_set_spec(config, source, n).dataset.to_dict() for n in covariate_sets(source)},
+                      sort_keys=True)
+
+
 def analysis_inputs(wildcards):
     """The scores (fit group none) of a source's models, the indexes of the gallery's datasets and, where the
-    proximity stage runs, its embeddings."""
+    proximity stage runs, its embeddings and those of the source's covariate sets."""
     names = [source_dataset(wildcards.source)] + semantic_sets(wildcards.source)
     inputs = {"scores": [paths.scores(wildcards.source, str(m), "none") for m in grid.model_ids(config, wildcards.source)],
               "indexes": [paths.dataset_index(n) for n in names]}
     if wildcards.source in proximity_sources():
         inputs["embeddings"] = paths.proximity_embeddings(wildcards.source)
+        if covariate_sets(wildcards.source):
+            inputs["covariate_embeddings"] = covariate_embeddings(wildcards.source)
     return inputs
 
 

@@ -5,7 +5,8 @@ from csfbench.specs import DatasetSpec, EvalSet
 from csfbench.stages.analyses import gallery_images, write_analyses
 
 with job_logging(snakemake.log[0], snakemake.threads):
-    embeddings = snakemake.input.embeddings if "embeddings" in snakemake.input.keys() else None
+    embeddings = [snakemake.input[key] for key in ("embeddings", "covariate_embeddings")
+                  if key in snakemake.input.keys()]
     sets = json.loads(snakemake.params.gallery_sets)
     images = gallery_images(DatasetSpec.from_dict(sets["source"]), sets["val_size"],
                             [EvalSet.from_dict(d) for d in sets["sets"]])

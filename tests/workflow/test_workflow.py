@@ -157,8 +157,9 @@ def test_conformal_stage_writes_bands_rows_prediction_sets_and_report_files(micr
 
 def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     """rules/analyses.smk on the micro run: every (model, CSF, pair) cell with its identities holding, the pair
-    grid (ID test split and each covariate set against each semantic set), the false-rejection rows and the
-    cliques over (model, pair) blocks."""
+    grid (ID test split and each covariate set against each semantic set), the false-rejection rows, the
+    cliques over (model, pair) blocks (JSON and table), the distance-controlled AUROC of semantic and covariate
+    sets, the rank comparison, the gallery, ICONIC-444's category tables and a figure for each."""
     workdir, _, _ = micro_run
     config = load_config(MICRO)
     cells = pd.read_csv(workdir / paths.analysis_table("decomposition", "demo10"))
@@ -183,13 +184,21 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     assert set(frr["q"]) == {config["analyses"]["frr_quantile"]}
     rankings = json.loads((workdir / paths.pair_rankings("demo10")).read_text())
     assert rankings["status"] == "ok" and "MSR" in rankings["mean_ranks"]
-    assert (workdir / paths.figure("pairs_demo10.png")).stat().st_size > 10_000
-    # the distance-controlled AUROC over the proximity stage's embeddings of the semantic sets
+    ranked = pd.read_csv(workdir / paths.analysis_table("pair_rankings", "demo10"))
+    assert list(ranked["csf"]) == list(rankings["mean_ranks"]) and (ranked["layer"] >= 1).all()
+    for name in ("pairs", "decomposition", "conditional", "frr", "pair_rankings"):
+        assert (workdir / paths.figure(f"{name}_demo10.png")).stat().st_size > 10_000, name
+    # the distance-controlled AUROC over the embeddings of the semantic sets (proximity stage) and, for the
+    # model of the shift study, of the corruption sets (rule covariate_embed)
     fits = pd.read_csv(workdir / paths.analysis_table("distance", "demo10"))
-    assert set(fits["query_set"]) == {"near", "noise"} and (fits["n_bins"] == 100).all()
+    for model, part in fits.groupby("model"):
+        extra = set(covariate) if model in study else set()
+        assert set(part["query_set"]) == {"near", "noise"} | extra, model
+    assert (fits["n_bins"] == 100).all()
     assert (fits["slope_se"] > 0).all() and fits["r_squared"].between(0, 1).all()
     overlaps = pd.read_csv(workdir / paths.analysis_table("distance_overlap", "demo10"))
-    assert len(overlaps) == len(fits) // 2 and overlaps["overlap"].isin([True, False]).all()
+    n_sets = fits.groupby(["model", "csf"])["query_set"].nunique()
+    assert len(overlaps) == (n_sets * (n_sets - 1) // 2).sum() and overlaps["overlap"].isin([True, False]).all()
     assert (workdir / paths.figure("distance_demo10.png")).stat().st_size > 10_000
     ranks = pd.read_csv(workdir / paths.analysis_table("ranks", "demo10"))
     assert set(ranks["csf"]) == {"MSR", "MLS"} and set(ranks["ood_set"]) == {"near", "noise"}
@@ -213,6 +222,9 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
 def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     workdir, _, _ = micro_run
     config = yaml.safe_load(MICRO.read_text())
+    pooled = pd.read_csv(workdir / paths.category_table("pooled"), index_col=0)
+    assert {"covariate (pooled) auroc mean", "Average auroc std"} <= set(pooled.columns)
+    assert (workdir / paths.figure("categories.png")).stat().st_size > 10_000
     config["sources"]["demo10"]["ood"]["digits"] = {"shift_type": "semantic", "regime": "mid"}
     extended = write_config(config, tmp_path / "extended.yaml")
     # the new set is read and its features extracted per model; each model's scoring jobs (one per fit group,

@@ -1,13 +1,15 @@
 """False rejection at a threshold transferred from a semantic set (Yang, Zhang & Russakovsky,
 "ImageNet-OOD: Deciphering Modern Out-of-Distribution Detection Algorithms", ICLR 2024, Table 2;
-the ``frr_at_q`` entry of the evaluation schemes).
+the ``frr_at_q`` of the pair analyses, a statistic and not an evaluation scheme: docs/methods.md §15).
 
 The threshold is set on the semantic OOD set alone: ``τ = quantile_q(semantic confidences)``, so
 that a fraction ``q`` of the semantic set is rejected (the paper: q = 0.75, "75 % of ImageNet-OOD
 rejected").  Applied to an ID-role set D (the clean ID test set or a covariate-shifted set), the
 false rejection rate is the fraction of D's *correctly classified* samples with confidence strictly
 below τ: correct predictions that the detector would throw away.  It is a statistic of the
-``correct_vs_ood`` evaluation set (:mod:`csfbench.metrics.schemes`), not a set of its own.
+``correct_vs_ood`` evaluation set of the pair (D, semantic set) (:mod:`csfbench.metrics.schemes`): the
+fraction of its positives below the q-quantile of its negatives, i.e. 1 − TPR at the threshold that
+accepts a fraction ≈ 1 − q of the negatives; not an evaluation set of its own.
 """
 from __future__ import annotations
 

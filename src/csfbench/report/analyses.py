@@ -24,11 +24,9 @@ def pair_grid(cells: pd.DataFrame, reference: str) -> pd.DataFrame:
     ``"{pair} Δ"``: its difference to the ``reference`` CSF's mean (absent when the reference was not run)."""
     if cells.empty:
         return pd.DataFrame()
-    means = cells.assign(pair=[pair_label(i, o) for i, o in zip(cells["id_set"], cells["ood_set"])]).pivot_table(
-        index="csf", columns="pair", values="newclass", aggfunc="mean")
-    pairs = list(dict.fromkeys(pair_label(i, o) for i, o in zip(cells["id_set"], cells["ood_set"])))
+    means = _per_pair(cells, "newclass")
     table = pd.DataFrame(index=means.index)
-    for pair in pairs:
+    for pair in means.columns:
         table[pair] = means[pair]
         if reference in means.index:
             table[f"{pair} Δ"] = means[pair] - means.loc[reference, pair]
@@ -40,6 +38,29 @@ def empty_random_check() -> pd.DataFrame:
     return pd.DataFrame(columns=RANDOM_CHECK_COLUMNS)
 
 
+def _heatmap(fig: plt.Figure, ax: plt.Axes, frame: pd.DataFrame, label: str, vmin: float = 0.0,
+             vmax: float = 1.0) -> None:
+    """``frame`` (rows × columns of numbers) as a heatmap on ``ax`` with its labels and a colour bar; NaN cells
+    grey; a note instead when ``frame`` is empty."""
+    if frame.empty:
+        ax.text(0.5, 0.5, "nothing to show", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
+    cmap = plt.get_cmap("viridis").with_extremes(bad="0.85")
+    image = ax.imshow(np.ma.masked_invalid(frame.to_numpy(dtype=float)), aspect="auto", cmap=cmap, vmin=vmin,
+                      vmax=vmax)
+    ax.set_xticks(range(frame.shape[1]), [str(c) for c in frame.columns], rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(frame.shape[0]), [str(i) for i in frame.index], fontsize=7)
+    fig.colorbar(image, ax=ax, label=label)
+
+
+def _per_pair(cells: pd.DataFrame, value: str) -> pd.DataFrame:
+    """CSF × pair (columns in order of first appearance) of the mean of ``value`` over the models of ``cells``."""
+    labelled = cells.assign(pair=[pair_label(i, o) for i, o in zip(cells["id_set"], cells["ood_set"])])
+    pairs = list(dict.fromkeys(labelled["pair"]))
+    return labelled.pivot_table(index="csf", columns="pair", values=value, aggfunc="mean", dropna=False)[pairs]
+
+
 def plot_analyses(grid: pd.DataFrame, random_check: pd.DataFrame, source: str, reference: str) -> plt.Figure:
     """Left: the pair grid as a heatmap (CSF × pair, mean new-class AUROC); right: the random-network check,
     |AUROC − 0.5| per CSF (mean over random networks and shifted sets), or a note that there is none."""
@@ -47,10 +68,7 @@ def plot_analyses(grid: pd.DataFrame, random_check: pd.DataFrame, source: str, r
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 4 + 0.6 * len(pairs)), 0.25 * max(len(grid), 8) + 2),
                                       gridspec_kw={"width_ratios": [max(len(pairs), 1), 2]})
     if pairs:
-        image = left.imshow(grid[pairs].to_numpy(dtype=float), aspect="auto", cmap="viridis", vmin=0, vmax=1)
-        left.set_xticks(range(len(pairs)), pairs, rotation=60, ha="right", fontsize=7)
-        left.set_yticks(range(len(grid)), grid.index, fontsize=7)
-        fig.colorbar(image, ax=left, label="new-class AUROC (ID-role positive)")
+        _heatmap(fig, left, grid[pairs], "new-class AUROC (ID-role positive)")
     left.set_title(f"{source}: pairs, mean over models (reference {reference})", fontsize=9)
     if len(random_check):
         deviation = random_check.groupby("csf")["deviation"].mean().sort_values()
@@ -66,15 +84,17 @@ def plot_analyses(grid: pd.DataFrame, random_check: pd.DataFrame, source: str, r
 
 
 def plot_distance(bins: pd.DataFrame, fits: pd.DataFrame, source: str, reference: str) -> plt.Figure:
-    """The distance-controlled AUROC of one model (the first) and CSF (``reference`` where it was run): per shifted
-    set the AUROC of each distance bin against the ID test split, and the OLS line with ±2·SE of its intercept."""
+    """The distance-controlled AUROC of one model (the one with the most query sets, the first by name among
+    them) and CSF (``reference`` where it was run): per shifted set the AUROC of each distance bin against the ID
+    test split, and the OLS line with ±2·SE of its intercept."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     if bins.empty:
         ax.text(0.5, 0.5, "no encoder embeddings of this source (the proximity stage did not run)", ha="center",
                 va="center", transform=ax.transAxes, fontsize=9)
         ax.set_axis_off()
         return fig
-    model = sorted(bins["model"].unique())[0]
+    n_sets = bins.groupby("model")["query_set"].nunique()
+    model = sorted(n_sets.index, key=lambda m: (-n_sets[m], m))[0]
     csf = reference if reference in set(bins["csf"]) else sorted(bins["csf"].unique())[0]
     mine = bins[(bins["model"] == model) & (bins["csf"] == csf)]
     for name, part in mine.groupby("query_set"):
@@ -155,3 +175,107 @@ def conditional_table(cells: pd.DataFrame, reference: str) -> pd.DataFrame:
                          "delta_newclass": merged["newclass"] - merged["newclass_ref"],
                          "delta_from_correct": a * (merged["a_co"] - merged["a_co_ref"]),
                          "delta_from_incorrect": (1 - a) * (merged["a_io"] - merged["a_io_ref"])}).reset_index(drop=True)
+
+
+#: the conditional AUROCs of the decomposition figure: column, panel title
+CONDITIONAL = {"a_co": "A_co: correct ID-role vs OOD-role", "a_io": "A_io: incorrect ID-role vs OOD-role",
+               "a_ci": "A_ci: correct vs incorrect ID-role"}
+
+
+def plot_decomposition(cells: pd.DataFrame, source: str) -> plt.Figure:
+    """The decomposition cells as three heatmaps (A_co, A_io, A_ci), each CSF × (ID-role / OOD-role) pair, mean
+    over the models of ``cells`` (NaN cells, e.g. A_io of an ID-role set without errors, grey)."""
+    n_pairs = cells[["id_set", "ood_set"]].drop_duplicates().shape[0] if len(cells) else 1
+    n_csfs = cells["csf"].nunique() if len(cells) else 1
+    fig, axes = plt.subplots(1, 3, figsize=(3 * max(3.5, 1.5 + 0.45 * n_pairs), 0.25 * max(n_csfs, 8) + 2.5))
+    for ax, (column, title) in zip(axes, CONDITIONAL.items()):
+        _heatmap(fig, ax, _per_pair(cells, column) if len(cells) else pd.DataFrame(), "AUROC (first group positive)")
+        ax.set_title(title, fontsize=8)
+    fig.suptitle(f"{source}: conditional AUROCs per CSF and pair, mean over models", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_conditional(table: pd.DataFrame, source: str, reference: str) -> plt.Figure:
+    """The conditional-AUROC table (:func:`conditional_table`) per CSF, mean over models and pairs: the change of
+    the new-class AUROC against ``reference`` (dot) and its two parts, from correct ID-role samples
+    a·ΔA_co and from incorrect ones (1 − a)·ΔA_io (bars; they sum to the dot)."""
+    fig, ax = plt.subplots(figsize=(6.4, 0.28 * max(table["csf"].nunique() if len(table) else 1, 8) + 1.5))
+    parts = table.groupby("csf", sort=True)[["delta_from_correct", "delta_from_incorrect", "delta_newclass"]].mean() \
+        if len(table) else pd.DataFrame()
+    if parts.empty:
+        ax.text(0.5, 0.5, f"no cell with the reference CSF {reference}", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    y = np.arange(len(parts))
+    ax.barh(y - 0.2, parts["delta_from_correct"], height=0.4, label="from correct ID-role: a·ΔA_co")
+    ax.barh(y + 0.2, parts["delta_from_incorrect"], height=0.4, label="from incorrect ID-role: (1 − a)·ΔA_io")
+    ax.scatter(parts["delta_newclass"], y, color="black", s=14, zorder=3, label="Δ new-class AUROC")
+    ax.axvline(0, color="0.5", lw=0.8)
+    ax.set_yticks(y, parts.index, fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xlabel=f"change against {reference} (AUROC), mean over models and pairs")
+    ax.set_title(f"{source}: where the change of the new-class AUROC comes from", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_frr(frr: pd.DataFrame, source: str) -> plt.Figure:
+    """False rejection at the transferred threshold as a heatmap: per CSF and ID-role set the fraction of its
+    correct samples rejected, mean over models and semantic sets (lower = better)."""
+    mean = frr.pivot_table(index="csf", columns="set", values="frr", aggfunc="mean") if len(frr) else pd.DataFrame()
+    if len(mean):
+        mean = mean[list(dict.fromkeys(frr["set"]))]
+    fig, ax = plt.subplots(figsize=(max(5.0, 3 + 0.6 * mean.shape[1]), 0.25 * max(len(mean), 8) + 2))
+    _heatmap(fig, ax, mean, "false rejection rate of correct samples")
+    q = ", ".join(f"{v:g}" for v in sorted(set(frr["q"]))) if len(frr) else "-"
+    ax.set_title(f"{source}: FRR at the q = {q} quantile of the semantic set's scores", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def pair_ranking_table(result: dict) -> pd.DataFrame:
+    """The cliques over (model, pair) blocks as a table: per CSF (best mean rank first) its mean rank (1 = best),
+    its greedy layer (1 = top) and the maximal cliques it belongs to (numbered from 1 in the order of the
+    result); empty for a skipped ranking."""
+    columns = ["csf", "mean_rank", "layer", "cliques"]
+    if result["status"] != "ok":
+        return pd.DataFrame(columns=columns)
+    layer = {m: i for i, part in enumerate(result["layers"], 1) for m in part["members"]}
+    member = {name: [str(i) for i, clique in enumerate(result["cliques"], 1) if name in clique]
+              for name in result["mean_ranks"]}
+    return pd.DataFrame([{"csf": name, "mean_rank": rank, "layer": layer.get(name), "cliques": " ".join(member[name])}
+                         for name, rank in result["mean_ranks"].items()], columns=columns)
+
+
+def plot_categories(summary: pd.DataFrame, metric: str = "auroc") -> plt.Figure:
+    """ICONIC-444's category tables as a figure: per reading of the categories with several sets (``averaged``,
+    ``pooled``; :func:`csfbench.analysis.iconic_summary`), each CSF's mean ``metric`` per category and the
+    "Average", with error bars of ± the ddof-1 deviation (over runs for a category, over the category means
+    for the Average)."""
+    views = list(dict.fromkeys(summary["view"])) if len(summary) else []
+    fig, axes = plt.subplots(1, max(len(views), 1), figsize=(6.0 * max(len(views), 1), 4.2), squeeze=False)
+    if not views:
+        axes[0, 0].text(0.5, 0.5, "no category rows", ha="center", va="center", transform=axes[0, 0].transAxes)
+        axes[0, 0].set_axis_off()
+        return fig
+    for ax, view in zip(axes[0], views):
+        part = summary[(summary["view"] == view) & (summary["metric"] == metric)]
+        categories = list(dict.fromkeys(part["category"]))
+        methods = list(dict.fromkeys(part["method"]))
+        width = 0.8 / max(len(methods), 1)
+        for i, method in enumerate(methods):
+            rows = part[part["method"] == method].set_index("category").reindex(categories)
+            x = np.arange(len(categories)) - 0.4 + (i + 0.5) * width
+            ax.errorbar(x, rows["mean"], yerr=rows["std"].fillna(0), fmt="o", ms=3, lw=0.8, capsize=1.5,
+                        label=method)
+        ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right", fontsize=7)
+        ax.set(ylabel=f"{metric} (mean ± ddof-1 deviation)", title=f"sub-datasets {view}")
+        if metric == "auroc":
+            ax.axhline(0.5, color="0.7", lw=0.6)
+    axes[0, -1].legend(fontsize=6, ncol=2, loc="best")
+    fig.suptitle(f"Per OOD category: {metric} over sources, architectures and runs", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -10,32 +10,38 @@ cell if one is off by more than 1e-9).  From them: the pair grid (Table 1's shap
 the trained and pretrained models, with the change against a reference CSF), Friedman/Conover cliques with
 blocks = (model, pair), the false rejection of correct ID-role samples at a threshold transferred from each
 semantic set (Table 2), and the random-network check (§4.3) for the models of paradigm ``random``.  With the
-source's encoder embeddings (the proximity stage), the distance-controlled AUROC (§4.2, Fig. 3 left): the
-samples of each embedded shifted set binned by their distance to the nearest ID test sample, the AUROC of every
-bin against the whole ID test split, and an OLS line through the bins with its standard errors.
+source's encoder embeddings (the proximity stage's of the ID test split and the semantic sets, and those of the
+covariate sets, :func:`embed_covariate_sets`), the distance-controlled AUROC (§4.2, Fig. 3 left): the samples
+of each embedded shifted set binned by their distance to the nearest ID test sample, the AUROC of every bin
+against the whole ID test split, and an OLS line through the bins with its standard errors.  Every analysis is
+written as a table and a figure.
 """
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pandas as pd
 
 from csfbench.analysis import (category_metrics, decomposition_table, distance_controlled_auroc, frr_table,
-                               iconic_table, nearest_neighbour_distance, overlap_table, random_network_check,
-                               rank_comparison, rank_gap_selection, score_densities, split_by_correctness)
-from csfbench.atomic import atomic_path, write_json
+                               iconic_summary, iconic_table, nearest_neighbour_distance, overlap_table,
+                               random_network_check, rank_comparison, rank_gap_selection, score_densities,
+                               split_by_correctness)
+from csfbench.atomic import atomic_hdf5, atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets
 from csfbench.data.base import ImageSet
 from csfbench.data.sources import shift_set, source_split
 from csfbench.ids import ModelId
+from csfbench.proximity.encoders import build_encoder, embed_timed
 from csfbench.report import analyses as report
-from csfbench.report.figures import save_figure
-from csfbench.proximity.stratification import read_embeddings
+from csfbench.report.figures import conover_matrix, plot_conover_heatmap, save_figure
 from csfbench.report.tables import write_table
 from csfbench.specs import DatasetSpec, EvalSet
 from csfbench.stats import StatsInputError, rank_table
+from csfbench.training.loop import resolve_device
 
 log = logging.getLogger(__name__)
 RANDOM = "random"  # the paradigm of the random-network check (csfbench.stages.train.UNTRAINED)
@@ -88,30 +94,66 @@ def model_cells(scores_file: str | Path, settings: dict) -> tuple[pd.DataFrame, 
     return table, pd.concat(frr, ignore_index=True) if frr else pd.DataFrame(), random
 
 
-def distance_analysis(scores_files: list[str | Path], embeddings_file: str | Path, settings: dict
+def embed_covariate_sets(source: str, sets: dict[str, DatasetSpec], encoder_cfg: dict, batch_size: int,
+                         out_h5: str | Path) -> None:
+    """Job: embed a source's covariate sets (``sets``: name → dataset spec) with the proximity stage's encoder
+    (``proximity.encoder``), for the distance-controlled AUROC.  The file holds ``embeddings/{name}`` (N × E
+    float32, the sets' sample order) and the attributes ``source``, ``encoder`` and ``sets`` (JSON list)."""
+    encoder = build_encoder(encoder_cfg, resolve_device())
+    embeddings = {name: embed_timed(encoder, shift_set(spec, "covariate"), batch_size, f"{source}/{name}")
+                  for name, spec in sets.items()}
+    with atomic_hdf5(out_h5) as fh:
+        fh.attrs.update(source=source, encoder=encoder.description, sets=json.dumps(list(sets)))
+        for name, emb in embeddings.items():
+            fh.create_dataset(f"embeddings/{name}", data=emb.astype(np.float32))
+    log.info("%s: embedded %s with %s", source, list(sets), encoder.description)
+
+
+def query_embeddings(files: list[str | Path]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(the ID test split's embeddings, {query set: embeddings}) of embeddings files of one encoder: the
+    proximity stage's (its ``test`` and semantic sets; ``train`` is not read) and optionally
+    :func:`embed_covariate_sets`'.  Raises ValueError when the files name different encoders or none holds
+    ``test``."""
+    reference, queries, encoders = None, {}, {}
+    for path in files:
+        with h5py.File(path, "r", locking=False) as fh:
+            encoders[str(path)] = str(fh.attrs["encoder"])
+            for name in json.loads(fh.attrs["sets"]):
+                if name == "test":
+                    reference = fh[f"embeddings/{name}"][()]
+                elif name != "train":
+                    queries[name] = fh[f"embeddings/{name}"][()]
+    if len(set(encoders.values())) > 1:
+        raise ValueError(f"embeddings of different encoders {encoders}: re-run the embedding jobs")
+    if reference is None:
+        raise ValueError(f"none of {[str(f) for f in files]} holds embeddings of the ID test split ('test')")
+    return reference, queries
+
+
+def distance_analysis(scores_files: list[str | Path], embeddings_files: list[str | Path], settings: dict
                       ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(bins, fits, overlaps) of the distance-controlled AUROC of every model that is not randomly initialised:
-    the embedded shifted sets' samples binned by their nearest-neighbour distance to the ID test split in the
-    encoder's space (:func:`csfbench.analysis.distance_controlled_auroc`; at most ``distance_bins`` equal-count
-    bins), and the ±2·SE overlap of the intercepts of every two query sets per (model, CSF)."""
-    embeddings, _, _, _ = read_embeddings(embeddings_file)
-    queries = [name for name in embeddings if name not in ("train", "test")]
-    distance = {name: nearest_neighbour_distance(embeddings[name], embeddings["test"]) for name in queries}
+    the samples of each embedded shifted set that the model scores (semantic and covariate sets;
+    :func:`query_embeddings`) binned by their nearest-neighbour distance to the ID test split in the encoder's
+    space (:func:`csfbench.analysis.distance_controlled_auroc`; at most ``distance_bins`` equal-count bins), and
+    the ±2·SE overlap of the intercepts of every two query sets per (model, CSF)."""
+    reference, embeddings = query_embeddings(embeddings_files)
+    distance = {name: nearest_neighbour_distance(emb, reference) for name, emb in embeddings.items()}
     bins, fits = [], []
     for path in scores_files:
         model = str(read_scores(path, "test")[1]["model"])
         if ModelId.parse(model).paradigm == RANDOM:
             continue
         id_scores = _variants(read_scores(path, "test")[0], settings["csfs"])
-        sets = {}
-        for name in queries:
+        held, sets = scores_sets(path), {}
+        for name in [q for q in distance if q in held]:
             scores = _variants(read_scores(path, name)[0], settings["csfs"])
             n = len(next(iter(scores.values())))
             if n != len(distance[name]):
-                raise ValueError(f"{embeddings_file}: {len(distance[name])} embeddings of set {name!r}, but {path} "
-                                 f"scores {n} samples: re-run the proximity stage")
+                raise ValueError(f"{len(distance[name])} embeddings of set {name!r}, but {path} scores {n} "
+                                 f"samples: re-run the embedding jobs")
             sets[name] = (distance[name], scores)
-        n_bins = min([settings["distance_bins"], *(len(d) for d in distance.values())])
+        n_bins = min([settings["distance_bins"], *(len(distance[name]) for name in sets)])
         part_bins, part_fits = distance_controlled_auroc(id_scores, sets, n_bins)
         bins.append(part_bins.assign(model=model))
         fits.append(part_fits.assign(model=model))
@@ -160,6 +202,7 @@ def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
         table.columns = [" ".join(map(str, c)) for c in table.columns]
         write_table(table, outputs[view], Path(outputs[view]).with_suffix(".tex"),
                     f"Per OOD category: mean and deviation over sources, architectures and runs ({view} sub-datasets)")
+    save_figure(report.plot_categories(iconic_summary(rows)), outputs["png"], outputs["pdf"])
 
 
 #: the two CSFs of ImageNet-OOD's rank comparison (Fig. 5): MSP and Max-Logit
@@ -203,8 +246,9 @@ def gallery(scores_files: list[str | Path], images: dict[str, ImageSet], k: int)
     """ImageNet-OOD's Figs. 12–13: per set of ``images`` (the ID test split and the semantic sets, in the scores
     files' sample order), the ``k`` samples that MSP (MSR) ranks highest above Max-Logit (MLS) in the pooled
     sets, for the first model that is not randomly initialised.  Returns the rows of
-    :func:`csfbench.analysis.rank_gap_selection` (with the model) and their thumbnails (uint8 H×W×3)."""
-    for path in scores_files:
+    :func:`csfbench.analysis.rank_gap_selection` (with the model) and their thumbnails (uint8 H×W×3); no rows
+    without images."""
+    for path in scores_files if images else ():
         model = str(read_scores(path, "test")[1]["model"])
         if ModelId.parse(model).paradigm == RANDOM:
             continue
@@ -221,23 +265,31 @@ def gallery(scores_files: list[str | Path], images: dict[str, ImageSet], k: int)
     return pd.DataFrame(), []
 
 
-def pair_rankings(table: pd.DataFrame, alpha: float) -> dict:
+def pair_rankings(table: pd.DataFrame, alpha: float, source: str) -> dict:
     """Friedman → Conover → cliques of the CSFs on the new-class AUROC, blocks = (model, pair), over the
-    models that are not randomly initialised (higher AUROC = better)."""
+    models that are not randomly initialised (higher AUROC = better).  ``analysis`` names the cell as the
+    workflow's rankings do (:class:`csfbench.aggregate.ranking.Analysis`): fit group ``none``, every backbone
+    (``all``), the deterministic mode, the source and the blocks (``pairs``)."""
     rows = table[table["paradigm"] != RANDOM].dropna(subset=["newclass"])
+    analysis = {"group": "none", "backbone": "all", "mcd": False, "source": source, "regime": "pairs"}
     try:
-        return {"status": "ok", **rank_table(rows, ["model", "id_set", "ood_set"], "csf", "newclass", alpha=alpha,
-                                             higher_is_better=True)}
+        return {"status": "ok", "analysis": analysis,
+                **rank_table(rows, ["model", "id_set", "ood_set"], "csf", "newclass", alpha=alpha,
+                             higher_is_better=True)}
     except StatsInputError as err:
-        return {"status": "skipped", "reason": str(err)}
+        return {"status": "skipped", "analysis": analysis, "reason": str(err)}
 
 
 def write_analyses(source: str, scores_files: list[str | Path], settings: dict, alpha: float, outputs: dict,
-                   embeddings_file: str | Path | None = None, images: dict[str, ImageSet] | None = None) -> None:
-    """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and two
-    figures.  ``outputs``: decomposition, pair_grid, frr, random_check, distance, distance_overlap (CSV paths),
-    rankings (JSON), png, pdf, distance_png, distance_pdf; ``embeddings_file``: the source's encoder embeddings
-    (None: no distance analysis, its table is empty and its figure says why); ``images``: the ID test split's and
+                   embeddings_files: list[str | Path] | None = None, images: dict[str, ImageSet] | None = None
+                   ) -> None:
+    """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and a figure
+    per analysis.  ``outputs``: decomposition, pair_grid, conditional, frr, random_check, distance,
+    distance_overlap, ranks, gallery, categories, rankings_table (CSV paths), rankings (JSON) and the figures'
+    PNG/PDF pairs png/pdf (pair grid and random check), decomposition_*, conditional_*, frr_*, rankings_*,
+    distance_*, scores_*, gallery_*; ``embeddings_files``: the source's encoder embeddings, the proximity
+    stage's and, where the source has covariate sets, :func:`embed_covariate_sets`' (None or empty: no distance
+    analysis, its table is empty and its figure says why); ``images``: the ID test split's and
     the semantic sets' images, in the scores' order, for the rank-gap gallery (None or empty: no gallery)."""
     decomposition, frr, random_rows = [], [], []
     for path in scores_files:
@@ -251,12 +303,16 @@ def write_analyses(source: str, scores_files: list[str | Path], settings: dict, 
     cells = pd.concat(decomposition, ignore_index=True)
     grid = report.pair_grid(cells[cells["paradigm"] != RANDOM], settings["reference_csf"])
     random_check = pd.concat(random_rows, ignore_index=True) if random_rows else report.empty_random_check()
+    trained = cells[cells["paradigm"] != RANDOM]
     write_table(cells.set_index(KEY), outputs["decomposition"], Path(outputs["decomposition"]).with_suffix(".tex"),
                 f"{source}: conditional AUROCs A_co, A_io, A_ci and the new-class / failure AUROCs per model, CSF and pair")
-    write_table(report.conditional_table(cells[cells["paradigm"] != RANDOM], settings["reference_csf"]),
-                outputs["conditional"], Path(outputs["conditional"]).with_suffix(".tex"),
+    save_figure(report.plot_decomposition(trained, source), outputs["decomposition_png"], outputs["decomposition_pdf"])
+    conditional = report.conditional_table(trained, settings["reference_csf"])
+    write_table(conditional, outputs["conditional"], Path(outputs["conditional"]).with_suffix(".tex"),
                 f"{source}: conditional AUROCs and the change of the new-class AUROC against "
                 f"{settings['reference_csf']}, split by ID outcome")
+    save_figure(report.plot_conditional(conditional, source, settings["reference_csf"]), outputs["conditional_png"],
+                outputs["conditional_pdf"])
     write_table(grid, outputs["pair_grid"], Path(outputs["pair_grid"]).with_suffix(".tex"),
                 f"{source}: new-class AUROC per CSF and (ID-role / OOD-role) pair, mean over models, and its change "
                 f"against {settings['reference_csf']}")
@@ -264,13 +320,20 @@ def write_analyses(source: str, scores_files: list[str | Path], settings: dict, 
         columns=["csf", "set", "q", "threshold", "frr", "n_correct", "model", "paradigm", "semantic_set"])
     write_table(frr_all, outputs["frr"], Path(outputs["frr"]).with_suffix(".tex"),
                 f"{source}: false rejection of correct samples at the threshold transferred from a semantic set")
+    save_figure(report.plot_frr(frr_all, source), outputs["frr_png"], outputs["frr_pdf"])
     write_table(random_check, outputs["random_check"], Path(outputs["random_check"]).with_suffix(".tex"),
                 f"{source}: |AUROC - 0.5| of randomly initialised networks per CSF and shifted set")
-    write_json(pair_rankings(cells, alpha), outputs["rankings"], indent=1)
+    rankings = pair_rankings(cells, alpha, source)
+    write_json(rankings, outputs["rankings"], indent=1)
+    write_table(report.pair_ranking_table(rankings), outputs["rankings_table"],
+                Path(outputs["rankings_table"]).with_suffix(".tex"),
+                f"{source}: CSFs ranked on the new-class AUROC over (model, pair) blocks: mean rank, layer, cliques")
+    save_figure(plot_conover_heatmap(conover_matrix(rankings), rankings), outputs["rankings_png"],
+                outputs["rankings_pdf"])
     save_figure(report.plot_analyses(grid, random_check, source, settings["reference_csf"]), outputs["png"],
                 outputs["pdf"])
-    if embeddings_file is not None:
-        bins, fits, overlaps = distance_analysis(scores_files, embeddings_file, settings)
+    if embeddings_files:
+        bins, fits, overlaps = distance_analysis(scores_files, embeddings_files, settings)
     else:
         bins, fits, overlaps = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
     write_table(fits, outputs["distance"], Path(outputs["distance"]).with_suffix(".tex"),
