@@ -217,14 +217,14 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     means = categories[["near auroc mean", "far auroc mean", "covariate (averaged) auroc mean"]]
     assert np.allclose(categories["Average auroc mean"], means.mean(axis=1), atol=1e-5)  # the CSV keeps 6 digits
     assert np.allclose(categories["Average auroc std"], means.std(axis=1, ddof=1), atol=1e-5)
+    pooled = pd.read_csv(workdir / paths.category_table("pooled"), index_col=0)
+    assert {"covariate (pooled) auroc mean", "Average auroc std"} <= set(pooled.columns)
+    assert (workdir / paths.figure("categories.png")).stat().st_size > 10_000
 
 
 def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     workdir, _, _ = micro_run
     config = yaml.safe_load(MICRO.read_text())
-    pooled = pd.read_csv(workdir / paths.category_table("pooled"), index_col=0)
-    assert {"covariate (pooled) auroc mean", "Average auroc std"} <= set(pooled.columns)
-    assert (workdir / paths.figure("categories.png")).stat().st_size > 10_000
     config["sources"]["demo10"]["ood"]["digits"] = {"shift_type": "semantic", "regime": "mid"}
     extended = write_config(config, tmp_path / "extended.yaml")
     # the new set is read and its features extracted per model; each model's scoring jobs (one per fit group,
