@@ -161,3 +161,33 @@ def test_imagenet_train_subset_option(tmp_path):
     assert len(open_dataset("imagenet", written.root, "test", "in", train_subset={"seed": 3, "n": 2})) == 5
     with pytest.raises(DatasetError, match="train_subset"):
         open_dataset("imagenet", written.root, "train", "in", train_subset={"seed": 3, "n": 99})
+
+
+def test_feature_stage_with_a_restricted_set_stores_predictions_in_its_label_space(weights, tmp_path):
+    """The extraction stage (``stages.features.extract``) on a labelled tiny set whose labels lie in 3 of the 20
+    classes: with ``logit_mask: restrict`` every stored ``pred`` is one of them (the argmax of the stored logits
+    over them), with ``none`` the argmax over all 20."""
+    from csfbench.features.store import read_features
+    from csfbench.specs import DatasetSpec
+    from csfbench.stages.features import extract
+
+    spec = grid.model_spec(_config(weights[0]), "pretrain20", "tiny_pretrained_do0_rew0_run1")
+    materialise(spec, tmp_path / "model.pt", tmp_path / "model.csv")
+    space = (2, 5, 11)
+    rng = np.random.default_rng(0)
+    (tmp_path / "rset" / "test").mkdir(parents=True)
+    np.save(tmp_path / "rset" / "test" / "images.npy", rng.integers(0, 256, (40, 32, 32, 3), dtype=np.uint8))
+    np.save(tmp_path / "rset" / "test" / "labels.npy", rng.choice(space, 40).astype(np.int64))
+    dataset = DatasetSpec("rset", "npy", str(tmp_path / "rset"), "test", {})
+    stored = {}
+    for mask in ("restrict", "none"):
+        eval_set = EvalSet("rset", "covariate", "covariate", dataset, space, mask)
+        extract(spec, eval_set, tmp_path / "model.pt", tmp_path / f"{mask}.h5", batch_size=16, compression="gzip")
+        stored[mask], _ = read_features(tmp_path / f"{mask}.h5")
+    restricted, unrestricted = stored["restrict"], stored["none"]
+    np.testing.assert_array_equal(restricted["logits"], unrestricted["logits"])
+    assert set(restricted["pred"].tolist()) <= set(space)
+    np.testing.assert_array_equal(restricted["pred"], np.array(space)[restricted["logits"][:, list(space)].argmax(1)])
+    np.testing.assert_array_equal(restricted["correct"], restricted["pred"] == restricted["labels"])
+    np.testing.assert_array_equal(unrestricted["pred"], unrestricted["logits"].argmax(1))
+    assert not set(unrestricted["pred"].tolist()) <= set(space)  # the mask, not the model, keeps the label space
