@@ -1,7 +1,8 @@
 # Conformal evaluation (Novello, Dalmau & Andéol, arXiv 2403.11532): correction bands, computed once per
 # (n, delta, method, Monte-Carlo size, seed) and cached as files; per model, conformal metric rows of every CSF
 # variant on every shifted set (scheme `conformal`, merged into the results table) and conformal prediction
-# sets; the report's figure and tables.  `conformal.enabled: false` leaves the stage without jobs.
+# sets; the report's figure and tables, drawn from the cached band files (the band-width panel's bands are
+# conformal_band jobs too).  `conformal.enabled: false` leaves the stage without jobs.
 
 
 rule conformal_band:
@@ -75,11 +76,21 @@ rule prediction_sets:
         "../workflow_scripts/prediction_sets.py"
 
 
+def conformal_report_bands():
+    """{(method, n): band file} the report reads, all at the first delta: the figure's ROC band (first method,
+    n_cal; the same file as the metric rows') and the band-width panel's (every method x figure.band_sizes)."""
+    delta, n_mc, seed = CONFORMAL["delta"][0], CONFORMAL["n_mc"], CONFORMAL["seed"]
+    sizes = [CONFORMAL["calibration"]["n_cal"]] + list(CONFORMAL["figure"]["band_sizes"])
+    return {(method, n): paths.conformal_band(n, delta, method, n_mc, seed)
+            for method in CONFORMAL["methods"] for n in sizes}
+
+
 rule conformal_report:
     input:
         results=paths.results_table(),
         prediction_sets=lambda w: [paths.prediction_sets(w.source, str(m)) for m in grid.model_ids(config, w.source)],
         scores=lambda w: targets.conformal_figure_scores(config, w.source),
+        bands=lambda w: sorted(set(conformal_report_bands().values())),
     output:
         png=report(paths.figure("conformal_{source}.png"), caption="../report/figure_conformal.rst",
                    category="Conformal evaluation"),
@@ -90,6 +101,7 @@ rule conformal_report:
                       category="Conformal evaluation"),
     params:
         conformal=CONFORMAL,
+        bands=lambda w: json.dumps([[m, n, p] for (m, n), p in conformal_report_bands().items()]),
     log:
         paths.log("conformal", "{source}_report"),
     benchmark:

@@ -1,5 +1,5 @@
 from csfbench.logs import job_logging
-from csfbench.stages.conformal import write_band
+from csfbench.metrics.conformal import write_band  # not csfbench.stages.conformal: a band job stays light
 
 with job_logging(snakemake.log[0], snakemake.threads):
     w = snakemake.wildcards

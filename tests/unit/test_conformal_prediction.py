@@ -59,6 +59,15 @@ def test_raps_with_lambda_0_is_aps_for_the_same_uniforms():
     np.testing.assert_array_equal(ps.aps_nonconformity(probs, u, lam=0.0, k_reg=4), aps)
 
 
+def test_the_schema_defaults_of_raps_are_the_library_defaults():
+    """One RAPS default everywhere: PUNCC's λ = 0, k_reg = 1 (what Novello et al. ran), in the library and the
+    config schema (a config without `conformal.prediction_sets.raps` gets the same sets as the API)."""
+    from csfbench.settings import schema
+
+    raps = schema()["properties"]["conformal"]["properties"]["prediction_sets"]["properties"]["raps"]["properties"]
+    assert {key: spec["default"] for key, spec in raps.items()} == ps.RAPS_DEFAULTS == {"lam": 0.0, "k_reg": 1}
+
+
 def test_raps_penalty_on_a_hand_example():
     scores = np.array([[0.2, 0.5, 0.3]])
     # ranked 0.5, 0.3, 0.2: APS with u = 1/2 gives 0.25, 0.65, 0.90; λ·max(0, rank + 1 − k_reg) adds 0, 0.1, 0.2

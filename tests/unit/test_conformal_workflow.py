@@ -11,11 +11,12 @@ from csfbench.aggregate.selection import higher_is_better, selected_rows
 from csfbench.errors import ConfigError
 from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, base_metric, conformal_metric, conformal_rows
 from csfbench.metrics import fpr_at_tpr
-from csfbench.metrics.conformal import band_metrics, conformal_auroc, conformal_fpr_at_tpr, correction_band
+from csfbench.metrics.conformal import (band_metrics, conformal_auroc, conformal_fpr_at_tpr, correction_band,
+                                       read_band, write_band)
 from csfbench.report.conformal import band_widths, conformal_table, prediction_set_table
 from csfbench.settings import validate_config
 from csfbench.specs import EvalSet
-from csfbench.stages.conformal import calibration_indices, read_band, write_band
+from csfbench.stages.conformal import calibration_indices
 
 from tests.helpers.demo_config import demo_config
 
@@ -174,18 +175,34 @@ def test_report_tables_have_the_papers_shapes():
     assert wide.loc["A", "near auroc"] == pytest.approx(expected.mean())
     sets = pd.DataFrame({"score": ["knn", "knn", "softmax", "softmax"], "alpha": [0.05, 0.05, 0.05, 0.05],
                          "method": ["lac", "aps", "lac", "aps"], "size": [2.0, 3.0, 1.0, 1.5],
-                         "coverage": [0.95, 0.97, 0.96, 0.98]})
-    wide2 = prediction_set_table([sets, sets.assign(size=sets["size"] + 1)])
+                         "size_std": [0.0, 0.3, 0.0, 0.1], "coverage": [0.95, 0.97, 0.96, 0.98]})
+    other = sets.assign(size=sets["size"] + 1, size_std=[0.0, 0.4, 0.0, 0.1])
+    wide2 = prediction_set_table([sets, other])
+    # Table 2's "mean ± std": size, then (APS/RAPS only, LAC is deterministic) its std over the draws of U,
+    # pooled over the models as the root mean square, then coverage
+    assert list(wide2.columns) == ["alpha=0.05 aps size", "alpha=0.05 aps size std", "alpha=0.05 aps coverage",
+                                   "alpha=0.05 lac size", "alpha=0.05 lac coverage"]
     assert wide2.loc["knn", "alpha=0.05 lac size"] == pytest.approx(2.5)
+    assert wide2.loc["knn", "alpha=0.05 aps size"] == pytest.approx(3.5)
+    assert wide2.loc["knn", "alpha=0.05 aps size std"] == pytest.approx(np.sqrt((0.3 ** 2 + 0.4 ** 2) / 2))  # 0.3536
+    assert wide2.loc["softmax", "alpha=0.05 aps size std"] == pytest.approx(0.1)
     assert wide2.loc["softmax", "alpha=0.05 aps coverage"] == pytest.approx(0.98)
 
 
-def test_band_widths_shrink_with_n():
-    widths = band_widths([50, 500, 5000], ["dkwm", "mc_gamma0"], 0.05, 100, 0)
+def test_band_widths_read_the_given_bands_and_shrink_with_n():
+    bands = {(m, n): correction_band(n, 0.05, m) for m in ("dkwm", "mc_gamma0") for n in (5000, 50, 500)}
+    widths = band_widths(bands)
+    assert list(widths["n"]) == [50, 500, 5000] * 2 and list(widths["method"]) == ["dkwm"] * 3 + ["mc_gamma0"] * 3
     for _, part in widths.groupby("method"):
         assert (np.diff(part["width"].to_numpy()) < 0).all() and (part["width"] > 0).all()
     dkwm = widths[widths["method"] == "dkwm"].set_index("n")["width"]
-    assert dkwm[500] == pytest.approx(np.sqrt(np.log(2 / 0.05) / 1000) + 1 / 500 * 0, abs=2 / 500)
+    # DKWM lifts every FPR by ε = sqrt(log(2/δ)/(2n)): at n = 500, k = 25, b_26 − 25/500 = 1/500 + ε
+    assert dkwm[500] == pytest.approx(1 / 500 + np.sqrt(np.log(2 / 0.05) / 1000), abs=1e-12)
+    # the widths are those of the bands passed in (the workflow's band files), not recomputed
+    widths = band_widths({("dkwm", 100): np.linspace(0.5, 1.0, 100)})
+    assert widths["width"].tolist() == pytest.approx([np.linspace(0.5, 1.0, 100)[5] - 0.05])
+    with pytest.raises(ValueError, match="band of dkwm for n = 100 has shape"):
+        band_widths({("dkwm", 100): np.linspace(0.5, 1.0, 99)})
 
 
 def test_ranking_groups_may_name_the_configured_conformal_metrics():

@@ -124,6 +124,9 @@ def test_conformal_stage_writes_bands_rows_prediction_sets_and_report_files(micr
         band = np.load(workdir / paths.conformal_band(n_cal, settings["delta"][0], method, settings["n_mc"],
                                                       settings["seed"]))
         assert band.shape == (n_cal,) and (np.diff(band) >= 0).all()
+        for n in settings["figure"]["band_sizes"]:  # the report's band-width panel reads cached bands too
+            assert np.load(workdir / paths.conformal_band(n, settings["delta"][0], method, settings["n_mc"],
+                                                          settings["seed"])).shape == (n,)
     results = pd.read_parquet(workdir / "results/results.parquet")
     rows = results[results["scheme"] == "conformal"]
     assert set(rows["calibration"]) == {"test"} and set(rows["n_cal"]) == {n_cal}
@@ -153,6 +156,8 @@ def test_conformal_stage_writes_bands_rows_prediction_sets_and_report_files(micr
         assert (table1["near auroc conformal"] <= table1["near auroc"] + 1e-12).all()
         table2 = pd.read_csv(workdir / paths.table(f"conformal_table2_{source}.csv"), index_col=0)
         assert set(table2.index) == set(settings["prediction_sets"]["scores"])
+        assert {"alpha=0.05 aps size std", "alpha=0.05 raps size std"} <= set(table2.columns)  # Table 2's mean ± std
+        assert "alpha=0.05 lac size std" not in table2.columns and (table2["alpha=0.05 aps size std"] >= 0).all()
 
 
 def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):

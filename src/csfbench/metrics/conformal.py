@@ -34,20 +34,26 @@ Methods (:data:`METHODS`):
   already crosses with probability ≈ δ, the search drives δ − γ̂ toward 0 and the band is wider
   than ``mc_gamma0``'s.  Never mix the two in one table (docs/methods.md §14: which band to use).
 
-Bands are cached per (n, δ, method, n_mc, seed) and returned read-only.  Values are fractions in
-[0, 1].  Bad scores raise :class:`~csfbench.metrics.MetricInputError`; bad band arguments ValueError.
+Bands are cached per (n, δ, method, n_mc, seed) and returned read-only; :func:`write_band` and
+:func:`read_band` keep one as a ``.npy`` file (the workflow's cache, rule ``conformal_band``, whose job
+imports only this module).  Values are fractions in [0, 1].  Bad scores raise
+:class:`~csfbench.metrics.MetricInputError`; bad band arguments ValueError.
 """
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 from scipy.special import gammaln
 
+from csfbench.atomic import save_npy
 from csfbench.metrics._inputs import MetricInputError, finite_1d
 from csfbench.metrics.classification import _curve, fpr_at_tpr
 
+log = logging.getLogger(__name__)
 METHODS = ("simes", "dkwm", "asymptotic", "mc_gamma0", "mc_search")
 #: the methods built on c_n(δ) of Eq. 13, which needs log log log n >= 0
 ASYMPTOTIC_METHODS = ("asymptotic", "mc_gamma0", "mc_search")
@@ -95,6 +101,24 @@ def _cached_band(n: int, delta: float, method: str, n_mc: int, seed: int) -> np.
         gamma = 0.0 if method == "mc_gamma0" else _search_gamma(n, delta, n_mc, seed)
         band = _hybrid(n, delta, gamma)
     band.setflags(write=False)
+    return band
+
+
+def write_band(n: int, delta: float, method: str, n_mc: int, seed: int, out: str | Path) -> None:
+    """Compute :func:`correction_band` ``(n, delta, method, n_mc=n_mc, seed=seed)`` into ``out`` (.npy,
+    written atomically)."""
+    band = correction_band(n, delta, method, n_mc=n_mc, seed=seed)
+    save_npy(band, out)
+    log.info("band %s n=%d delta=%g n_mc=%d seed=%d: b_1=%.6g, b_n/2=%.6g", method, n, delta, n_mc, seed, band[0],
+             band[n // 2])
+
+
+def read_band(path: str | Path, n: int) -> np.ndarray:
+    """A band file of :func:`write_band` for ``n`` calibration points; ValueError naming the file unless it
+    holds n non-decreasing values in [0, 1]."""
+    band = np.load(path, allow_pickle=False)
+    if band.shape != (n,) or not np.all(np.diff(band) >= 0) or band.min() < 0 or band.max() > 1:
+        raise ValueError(f"{path}: not a correction band for n = {n} (shape {band.shape})")
     return band
 
 

@@ -17,9 +17,17 @@ exchangeable data.
 * **RAPS** (Angelopoulos, Bates, Malik & Jordan, ICLR 2021): R_APS[y] + λ·max(0, r_y + 1 − k_reg),
   r_y the 0-based rank of y.  λ = 0 gives APS for the same U.  The paper states neither λ nor k_reg;
   :data:`RAPS_DEFAULTS` are PUNCC's (λ = 0, k_reg = 1), the library the paper used, under which its
-  APS and RAPS columns are nearly identical.
+  APS and RAPS columns are nearly identical (they differ within their std, the noise of separate
+  draws).  The config schema's defaults are the same; :func:`evaluate_prediction_sets` gives APS and
+  RAPS the same draws, so with λ = 0 their rows coincide — set λ > 0 for a regularised RAPS.
 
 Sizes are numbers of labels; coverage is a fraction in [0, 1].
+
+*Module name.*  These functions live here, not in a top-level ``csfbench.conformal_prediction``: like
+the other modules of :mod:`csfbench.metrics` they are numpy-only functions of score arrays returning
+numbers (set sizes, coverage), with no model, file or workflow import, and they sit beside
+:mod:`csfbench.metrics.conformal`, the conformal OOD metrics of the same paper (split conformal
+calibration on held-out ID data in both).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The report's conformal figure and tables (Novello, Dalmau & Andéol, "Out-of-Distribution Detection Should
 Use Conformal Prediction (and Vice-versa?)", 2024, arXiv 2403.11532: Figure 1's classical vs conformal ROC,
 Table 1's classical vs conformal AUROC / FPR@TPR95 per detector and OOD set, Table 2's set size and coverage
-per conformity score and α).  Values are fractions in [0, 1]."""
+per conformity score and α).  Rates are fractions in [0, 1]; set sizes are numbers of labels."""
 from __future__ import annotations
 
 import matplotlib
@@ -13,7 +13,8 @@ import pandas as pd  # noqa: E402
 
 from csfbench.aggregate.ranking import variant_name  # noqa: E402
 from csfbench.evaluation import CONFORMAL_SCHEME, FPR_METRIC, conformal_metric  # noqa: E402
-from csfbench.metrics.conformal import ConformalROC, correction_band  # noqa: E402
+from csfbench.metrics.conformal import ConformalROC  # noqa: E402
+from csfbench.metrics.prediction_sets import RANDOMISED  # noqa: E402
 
 FPR_LEVEL = 0.05  # the classical FPR at which the band-width panel reads each band's correction
 
@@ -40,27 +41,33 @@ def conformal_table(results: pd.DataFrame, source: str, method: str, delta: floa
 
 
 def prediction_set_table(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Table 2's shape: one row per conformity score, per (α, method) the mean set size and the coverage,
-    each the mean over the models of ``frames`` (:func:`csfbench.stages.conformal.prediction_set_table` rows)."""
-    rows = pd.concat(frames, ignore_index=True)
-    means = rows.groupby(["score", "alpha", "method"], as_index=False)[["size", "coverage"]].mean()
-    wide = means.pivot_table(index="score", columns=["alpha", "method"], values=["size", "coverage"])
+    """Table 2's shape: one row per conformity score, per (α, method) the mean set size, for the randomised
+    methods (APS, RAPS) its standard deviation over the draws of U (the paper's "mean ± std"), and the
+    coverage.  ``frames``: :func:`csfbench.stages.conformal.prediction_set_table` rows of one or more models;
+    size and coverage are the means over the models, the std is the root mean square of the models' stds
+    over their draws (the pooled within-model spread, equal repeats).  Columns ``alpha={α} {method} size``,
+    ``… size std`` (APS and RAPS only: LAC is deterministic) and ``… coverage``."""
+    rows = pd.concat(frames, ignore_index=True).assign(size_var=lambda f: f["size_std"] ** 2)
+    means = rows.groupby(["score", "alpha", "method"], as_index=False)[["size", "size_var", "coverage"]].mean()
+    means = means.assign(**{"size std": np.sqrt(means["size_var"]).where(means["method"].isin(RANDOMISED))})
+    wide = means.pivot_table(index="score", columns=["alpha", "method"], values=["size", "size std", "coverage"])
     wide.columns = [f"alpha={alpha:g} {method} {value}" for value, alpha, method in wide.columns]
     order = [f"alpha={a:g} {m} {v}" for a in sorted(means["alpha"].unique()) for m in sorted(means["method"].unique())
-             for v in ("size", "coverage")]
+             for v in ("size", "size std", "coverage")]
     return wide[[c for c in order if c in wide.columns]]
 
 
-def band_widths(sizes: list[int], methods: list[str], delta: float, n_mc: int, seed: int) -> pd.DataFrame:
-    """The correction b_{k+1} − k/n at the classical FPR k/n = ``FPR_LEVEL`` of each method's band for each
-    calibration size n (columns ``method``, ``n``, ``width``)."""
+def band_widths(bands: dict[tuple[str, int], np.ndarray]) -> pd.DataFrame:
+    """The correction b_{k+1} − k/n at the classical FPR k/n = ``FPR_LEVEL`` (k = ⌊FPR_LEVEL·n⌋) of each
+    band, ``bands``: {(method, n): band b_1 … b_n} (the workflow's cached band files); columns ``method``,
+    ``n``, ``width`` (fractions), sorted by method and n."""
     rows = []
-    for method in methods:
-        for n in sizes:
-            k = int(np.floor(FPR_LEVEL * n))
-            band = correction_band(n, delta, method, n_mc=n_mc, seed=seed)
-            rows.append({"method": method, "n": n, "width": float(band[k] - k / n)})
-    return pd.DataFrame(rows)
+    for (method, n), band in sorted(bands.items()):
+        if np.shape(band) != (n,):
+            raise ValueError(f"band of {method} for n = {n} has shape {np.shape(band)}")
+        k = int(np.floor(FPR_LEVEL * n))
+        rows.append({"method": method, "n": n, "width": float(band[k] - k / n)})
+    return pd.DataFrame(rows, columns=["method", "n", "width"])
 
 
 def plot_conformal(roc: ConformalROC, title: str, widths: pd.DataFrame, delta: float) -> plt.Figure:

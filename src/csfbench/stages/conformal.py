@@ -24,7 +24,7 @@ from csfbench.csf.store import read_scores, scores_sets
 from csfbench.errors import ConfigError
 from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, conformal_rows
 from csfbench.features.store import read_features, run_attrs, validate_feature_file
-from csfbench.metrics.conformal import conformal_roc, correction_band
+from csfbench.metrics.conformal import band_roc, read_band
 from csfbench.metrics.prediction_sets import evaluate_prediction_sets
 from csfbench.report import conformal as report
 from csfbench.report.figures import parse_variant, save_figure
@@ -34,23 +34,6 @@ from csfbench.specs import EvalSet, ModelSpec
 log = logging.getLogger(__name__)
 PREDICTION_SET_COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "score", "method", "alpha",
                           "size", "size_std", "coverage", "coverage_std", "repeats", "n_cal", "n_eval"]
-
-
-def write_band(n: int, delta: float, method: str, n_mc: int, seed: int, out: str | Path) -> None:
-    """Compute one correction band (:func:`csfbench.metrics.conformal.correction_band`) into ``out`` (.npy)."""
-    band = correction_band(n, delta, method, n_mc=n_mc, seed=seed)
-    with atomic_path(out) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, band)
-    log.info("band %s n=%d delta=%g n_mc=%d seed=%d: b_1=%.6g, b_n/2=%.6g", method, n, delta, n_mc, seed, band[0],
-             band[n // 2])
-
-
-def read_band(path: str | Path, n: int) -> np.ndarray:
-    """A band file of :func:`write_band` for ``n`` calibration points."""
-    band = np.load(path, allow_pickle=False)
-    if band.shape != (n,) or not np.all(np.diff(band) >= 0) or band.min() < 0 or band.max() > 1:
-        raise ValueError(f"{path}: not a correction band for n = {n} (shape {band.shape})")
-    return band
 
 
 def calibration_indices(n_test: int, n_cal: int, seed: int) -> np.ndarray:
@@ -160,19 +143,30 @@ def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | P
 
 
 def conformal_report(results_table: str | Path, prediction_set_files: list[str | Path], scores_file: str | Path,
-                     settings: dict, source: str, outputs: dict) -> None:
+                     band_files: dict[tuple[str, int], str | Path], settings: dict, source: str,
+                     outputs: dict) -> None:
     """Job: the report's conformal figure (classical vs conformal ROC of ``settings["figure"]["csf"]`` on the
     first semantic set of ``scores_file``, whose model is the source's first; band width against n) and its
-    two tables (:mod:`csfbench.report.conformal`) for one source.  ``outputs``: png, pdf, table1, table2 paths;
-    the tables are written as CSV with LaTeX twins beside them."""
+    two tables (:mod:`csfbench.report.conformal`) for one source.  ``band_files``: {(method, n): band file}
+    of rule ``conformal_band`` at the first δ — the figure's band (the first method, n = n_cal) and the
+    band-width panel's (every method × ``figure.band_sizes``); no band is recomputed here.  ``outputs``:
+    png, pdf, table1, table2 paths; the tables are written as CSV with LaTeX twins beside them."""
     method, delta = settings["methods"][0], settings["delta"][0]
+    calibration = settings["calibration"]
+    sizes = settings["figure"]["band_sizes"]
+    keys = [(method, calibration["n_cal"])] + [(m, n) for m in settings["methods"] for n in sizes]
+    missing = sorted({key for key in keys if key not in band_files})
+    if missing:
+        raise ValueError(f"conformal report of {source}: no band file for (method, n) {missing}")
+    bands = {key: read_band(band_files[key], key[1]) for key in keys}
     results = pd.read_parquet(results_table)
     write_table(report.conformal_table(results, source, method, delta), outputs["table1"],
                 Path(outputs["table1"]).with_suffix(".tex"),
                 f"{source}: classical vs conformal AUROC and FPR@TPR95 ({method}, delta = {delta:g}), mean over models")
     write_table(report.prediction_set_table([pd.read_parquet(p) for p in prediction_set_files]), outputs["table2"],
-                Path(outputs["table2"]).with_suffix(".tex"), f"{source}: conformal prediction sets, mean set size and "
-                "coverage per conformity score, alpha and method, mean over models")
+                Path(outputs["table2"]).with_suffix(".tex"), f"{source}: conformal prediction sets, mean set size "
+                "(with its standard deviation over the uniform draws for APS and RAPS) and coverage per conformity "
+                "score, alpha and method, mean over models")
     csf, variant = parse_variant(settings["figure"]["csf"])
     sets = scores_sets(scores_file)
     shifted = sorted(sets, key=lambda s: (sets[s]["shift_type"] != "semantic", s))
@@ -185,11 +179,8 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
         raise ConfigError("conformal/figure/csf", f"a CSF variant of {scores_file}",
                           settings["figure"]["csf"])
     id_conf = test["det"]["scores"][(csf, variant)]
-    calibration = settings["calibration"]
     id_conf = id_conf[calibration_indices(len(id_conf), calibration["n_cal"], calibration["seed"])]
-    roc = conformal_roc(id_conf, ood["det"]["scores"][(csf, variant)], delta, method, n_mc=settings["n_mc"],
-                        seed=settings["seed"])
-    widths = report.band_widths(settings["figure"]["band_sizes"], settings["methods"], delta, settings["n_mc"],
-                                settings["seed"])
+    roc = band_roc(id_conf, ood["det"]["scores"][(csf, variant)], bands[(method, calibration["n_cal"])])
+    widths = report.band_widths({key: bands[key] for key in keys[1:]})
     title = f"{attrs['model']}: {settings['figure']['csf']} on {shifted[0]} ({method}, n = {calibration['n_cal']})"
     save_figure(report.plot_conformal(roc, title, widths, delta), outputs["png"], outputs["pdf"])
