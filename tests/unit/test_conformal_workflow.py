@@ -127,7 +127,7 @@ def _table(rng, with_conformal=True):
                         rows.append({**common, "dataset": "near", "shift_type": "semantic", "scheme": "conformal",
                                      "split": "test", "metric": metric,
                                      "value": quality + shift + 0.01 * dropout + rng.normal(0, 0.001)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=COLUMNS)  # every metric-row column (the sets' group keys null)
 
 
 def test_conformal_rows_follow_the_selection_of_their_base_metric():
