@@ -7,8 +7,10 @@ by the fixture writers in the official formats.  The config `csfbench init` writ
 """
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
@@ -20,7 +22,80 @@ from tests.helpers import format_fixtures as ff
 from tests.helpers.micro_run import snakemake
 from tests.helpers.repo import REPO, venv_bin
 
-pytestmark = pytest.mark.workflow
+NAME = r"[a-z0-9][a-z0-9.-]*"
+# what the introduction may name only when it ran: paradigm names, the ViT, and each optional stage's wording
+PARADIGMS = ("confidnet", "devries", "dg", "ce", "random", "pretrained")
+STAGE_WORDS = {"geometry": "neural-collapse", "proximity": "encoder-space distances", "shifts": "shift study",
+               "projnorm": "ProjNorm", "conformal": "conformal evaluation", "analyses": "pair analyses",
+               "network_csf": "run the network on images", "adversarial": "adversarial"}
+
+
+class _Blocks(HTMLParser):
+    """The text of the paragraphs and list items of an HTML fragment, each list item under the paragraph that
+    opens its list (``{"Sources": [...], "Models": [...], "Stages": [...]}``, keyed by that paragraph's first
+    word)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lists: dict[str, list[str]] = {}
+        self.heading, self.text, self.depth = "", [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "li":
+            self.depth += 1
+            self.text = []
+        elif tag == "p" and not self.depth:
+            self.text = []
+
+    def handle_endtag(self, tag):
+        joined = " ".join("".join(self.text).split())
+        if tag == "li":
+            self.depth -= 1
+            self.lists.setdefault(self.heading, []).append(joined)
+        elif tag == "p" and not self.depth and joined:
+            self.heading = re.match(r"\w+", joined).group()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _intro(report_html: str) -> tuple[str, dict[str, list[str]]]:
+    """The report's introduction (Snakemake stores the rendered HTML as a JSON string) as text and as its
+    bullet lists by heading."""
+    raw = re.search(r'var workflow_desc = ("(?:[^"\\]|\\.)*");', report_html).group(1)
+    html = json.loads(raw)
+    assert "mailto:" not in html  # docutils makes "FPR@95" an e-mail link unless the @ is escaped
+    blocks = _Blocks()
+    blocks.feed(html)
+    text = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    return text, blocks.lists
+
+
+def _render_intro(config: dict) -> tuple[str, dict[str, list[str]]]:
+    """report/workflow.rst rendered as ``snakemake --report`` renders it (snakemake.report: a jinja2 Environment
+    with trim_blocks and lstrip_blocks, then docutils' HTML writer), for a config that is not run."""
+    from docutils.core import publish_parts
+    from jinja2 import Environment
+
+    snakemake_ = type("Snakemake", (), {"config": config})
+    rst = Environment(trim_blocks=True, lstrip_blocks=True).from_string(
+        (REPO / "report/workflow.rst").read_text()).render(snakemake=snakemake_)
+    html = publish_parts(rst, writer_name="html")["html_body"]
+    return _intro(f"var workflow_desc = {json.dumps(html)};")
+
+
+def _sources(items: list[str]) -> dict[str, dict]:
+    """Source bullets -> {source: {dataset, n_classes, val_size, ood: {set: shift type}}}."""
+    out = {}
+    for item in items:
+        head = re.fullmatch(rf"({NAME}) \(dataset ({NAME}), (\d+) classes, (\d+) validation images\):(.*)", item)
+        assert head, item
+        name, dataset, n_classes, val_size, rest = head.groups()
+        pattern = rf"({NAME}) \((semantic|covariate|adversarial)(?:, (?:near|mid|far))?\)"
+        sets = re.findall(pattern, rest)
+        assert not re.sub(pattern, "", rest).replace(",", "").strip(), rest  # nothing else in the bullet
+        out[name] = {"dataset": dataset, "n_classes": int(n_classes), "val_size": int(val_size), "ood": dict(sets)}
+    return out
 
 
 def _micro(config: dict) -> dict:
@@ -34,6 +109,42 @@ def _micro(config: dict) -> dict:
     return config
 
 
+def _check_intro_names_the_run(report_html: str, ran: dict, table: pd.DataFrame) -> None:
+    """The report's introduction names exactly the sources, evaluation sets (with shift types), models and stages
+    of the run whose config is ``ran`` (a starter config: one VGG-13, no optional stage) and whose metric rows are
+    ``table``, and nothing else."""
+    text, lists = _intro(report_html)
+    assert set(lists) == {"Sources", "Models", "Stages"}, lists
+    assert _sources(lists["Sources"]) == {
+        name: {"dataset": src["dataset"], "n_classes": src["n_classes"], "val_size": src["val_size"],
+               "ood": {n: e["shift_type"] for n, e in src["ood"].items()}} for name, src in ran["sources"].items()}
+    # the sets named are those with metric rows, under the same shift types
+    shift = table.drop_duplicates(["source", "dataset"]).set_index(["source", "dataset"])["shift_type"]
+    assert {(s, d, t) for (s, d), t in shift.items() if d not in ("val", "test")} == \
+        {(s, d, t) for s, src in _sources(lists["Sources"]).items() for d, t in src["ood"].items()}
+    (model,) = lists["Models"]
+    vgg = ran["backbones"]["vgg13"]
+    assert model == (f"vgg13: VGG-13 trained from scratch under {', '.join(vgg['paradigms'])}, dropout "
+                     f"{'/'.join(map(str, vgg['dropout']))}, runs {', '.join(map(str, vgg['runs']))}")
+    models = table[["backbone", "paradigm", "dropout", "run"]].drop_duplicates().itertuples(index=False)
+    assert {(b, p, int(d), int(r)) for b, p, d, r in models} == \
+        {("vgg13", p, d, r) for p in vgg["paradigms"] for d in vgg["dropout"] for r in vgg["runs"]}
+    stages = lists["Stages"]
+    assert len(stages) == 3 and stages[0].startswith("logits and penultimate features") and \
+        f"fit groups {', '.join(ran['csf']['groups'])}," in stages[0]
+    assert stages[1] == ("the detectors that run the network on images: "
+                         f"{', '.join(ran['network_csf']['methods'])};")
+    assert set(ran["network_csf"]["methods"]) <= set(table["csf"].unique())
+    assert stages[2].startswith("metrics (AURC, AUGRC")
+    # nothing that did not run: no other paradigm, no ViT, no optional stage (the source bullets hold only their sets)
+    for paradigm in set(PARADIGMS) - set(vgg["paradigms"]):
+        assert not re.search(rf"\b{paradigm}\b", text), paradigm
+    for stage in ("geometry", "proximity", "shifts", "projnorm", "conformal", "analyses", "adversarial"):
+        assert STAGE_WORDS[stage] not in text, stage
+    assert "ViT" not in text and "demo" not in text
+
+
+@pytest.mark.workflow
 def test_init_config_runs_end_to_end_in_its_own_folder(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -65,13 +176,43 @@ def test_init_config_runs_end_to_end_in_its_own_folder(tmp_path):
     proc = snakemake("--configfile", micro, "--report", "results/report.html", workdir=run, timeout=300)
     assert proc.returncode == 0, proc.stderr[-5000:]
     assert (run / "results/report.html").stat().st_size > 10_000
-    # its introduction describes this run (built from the config), not the demo's
-    intro = re.search(r'var workflow_desc = "(.*?)";', (run / "results/report.html").read_text(), re.S).group(1)
-    assert "cifar10" in intro and "svhn" in intro and "my-photos (semantic" in intro
-    assert "VGG-13 trained from scratch under devries" in intro
-    for absent in ("ViT", "conformal", "ProjNorm", "confidnet", "neural-collapse"):
-        assert absent not in intro, absent
+    # its introduction names exactly what ran (built from the config), and nothing of the demo's
+    _check_intro_names_the_run((run / "results/report.html").read_text(), load_config(micro), table)
     # nothing of this run lands in the checkout's results/ or in the data folder
     assert sorted(p.name for p in run.iterdir() if not p.name.startswith(".")) == ["results"]
     assert not (REPO / "results" / "models" / "cifar10").exists()
     assert not any(p.suffix in (".h5", ".json", ".parquet") for p in data.rglob("*"))
+
+
+def test_the_introduction_names_the_optional_stages_a_config_runs():
+    """The stage list of the introduction follows the config: the pair analyses (with the distance-controlled
+    AUROC where the proximity stage embeds the sets, the random-network check where random networks exist) and
+    every other optional stage appear exactly when configured (rendered without running: fast)."""
+    demo = load_config(REPO / "config/config.yaml")
+    text, lists = _render_intro(demo)
+    (pairs,) = [item for item in lists["Stages"] if item.startswith("pair analyses")]
+    assert f"({len(demo['analyses']['csfs'])} CSFs)" in pairs
+    assert "random-network check" in pairs and "distance-controlled AUROC" in pairs
+    for stage in ("geometry", "proximity", "shifts", "projnorm", "conformal", "network_csf", "adversarial"):
+        assert STAGE_WORDS[stage] in text, stage
+    assert _sources(lists["Sources"]).keys() == demo["sources"].keys()
+
+    for stage in ("proximity", "geometry", "shifts", "projnorm"):
+        del demo[stage]
+    for backbone in demo["backbones"].values():
+        if "random" in backbone["paradigms"]:
+            backbone["paradigms"].remove("random")
+    text, lists = _render_intro(demo)
+    (pairs,) = [item for item in lists["Stages"] if item.startswith("pair analyses")]
+    assert "random-network check" not in pairs and "distance-controlled AUROC" not in pairs
+    for stage in ("geometry", "proximity", "shifts", "projnorm", "adversarial"):
+        assert STAGE_WORDS[stage] not in text, stage
+
+    for switched_off in ({"enabled": False}, None):
+        config = load_config(REPO / "config/config.yaml")
+        if switched_off is None:
+            config["csf"]["groups"] = ["global"]  # the analyses read fit group none: no jobs without it
+        else:
+            config["analyses"].update(switched_off)
+        text, lists = _render_intro(config)
+        assert STAGE_WORDS["analyses"] not in text
