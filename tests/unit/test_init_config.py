@@ -293,3 +293,14 @@ def test_the_own_data_page_covers_every_format_and_the_naming_rule():
     assert schema()["definitions"]["name"]["pattern"] in page
     for key in ("--directory", "--configfile", "--report", "split", "resources", "csfbench init"):
         assert key in page
+
+
+def test_the_own_data_page_shows_the_real_output_of_init(data_root, tmp_path, capsys, monkeypatch):
+    """docs/own-data.md's example is this fixture's output, run in /tmp/init-example on its folder `mine`."""
+    data_root.rename(tmp_path / "mine")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _init(capsys, "mine", "--output", "my.yaml")
+    assert code == 0, err
+    page = (REPO / "docs/own-data.md").read_text()
+    shown = page.split("csfbench init mine --output my.yaml` prints:\n\n```text\n", 1)[1].split("\n```", 1)[0]
+    assert out.rstrip("\n").replace(str(tmp_path.resolve()), "/tmp/init-example") == shown
