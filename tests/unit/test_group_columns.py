@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from csfbench.aggregate.results_table import merge_metric_files
+from csfbench.aggregate.results_table import merge_metric_files, write_results_table
 from csfbench.evaluation import COLUMNS, GROUP_COLUMNS, metric_rows
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 
@@ -55,6 +57,9 @@ def test_metric_rows_carry_the_group_keys_and_the_results_table_keeps_them(tmp_p
     old.to_parquet(files[-1], index=False)
 
     table = merge_metric_files(files)
+    assert str(table["severity"].dtype) == "Int64"
+    write_results_table(files, tmp_path / "results.parquet")
+    assert pq.read_schema(tmp_path / "results.parquet").field("severity").type == pa.int64()
     groups = table.groupby("dataset")[GROUP_COLUMNS].first()
     assert groups.loc["inc-gaussian-noise-5"].tolist() == ["gaussian_noise", 5]
     assert groups.loc["corrupt-shot_noise-3"].tolist() == ["shot_noise", 3]

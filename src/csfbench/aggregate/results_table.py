@@ -81,7 +81,9 @@ def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = N
     if duplicated.any():
         rows = table.take(pa.array(np.flatnonzero(duplicated)[:4])).to_pandas()
         raise ValueError(f"{int(duplicated.sum())} metric rows share their key columns, e.g.\n{rows.to_string()}")
-    return table.to_pandas()
+    frame = table.to_pandas()
+    frame["severity"] = frame["severity"].astype("Int64")  # stays an integer where other rows have none
+    return frame
 
 
 def _duplicated_sorted(table: pa.Table) -> np.ndarray:
