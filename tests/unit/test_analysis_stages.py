@@ -303,3 +303,12 @@ def test_covariate_embeddings_are_written_for_the_distance_analysis(tmp_path, mo
     reference, queries = stage.query_embeddings([proximity, out])
     assert reference.tolist() == [[1, 1], [1, 1]] and list(queries) == ["near", "corrupt-a", "corrupt-b"]
     assert queries["corrupt-b"].dtype == np.float32 and queries["corrupt-b"].tolist() == [[0, 1], [2, 3]]
+
+
+def test_a_csf_in_no_greedy_layer_has_an_empty_layer():
+    # cliques {A, B} and {B, C}: the greedy layers keep {A, B} only, so C (in a clique) is in no layer
+    result = {"status": "ok", "mean_ranks": {"A": 1.0, "B": 2.0, "C": 3.0}, "cliques": [["A", "B"], ["B", "C"]],
+              "layers": [{"members": ["A", "B"], "mean_rank": 1.5}]}
+    table = pair_ranking_table(result)
+    assert table["layer"].tolist()[:2] == [1, 1] and pd.isna(table["layer"].iloc[2])
+    assert table["cliques"].tolist() == ["1", "1 2", "2"]

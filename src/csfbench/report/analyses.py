@@ -238,16 +238,18 @@ def plot_frr(frr: pd.DataFrame, source: str) -> plt.Figure:
 
 def pair_ranking_table(result: dict) -> pd.DataFrame:
     """The cliques over (model, pair) blocks as a table: per CSF (best mean rank first) its mean rank (1 = best),
-    its greedy layer (1 = top) and the maximal cliques it belongs to (numbered from 1 in the order of the
-    result); empty for a skipped ranking."""
+    its greedy layer (1 = top; empty when every clique holding it overlaps a higher layer, so that it is in
+    none: :func:`csfbench.stats.cliques.greedy_layers`) and the maximal cliques it belongs to (numbered from 1 in
+    the order of the result); no rows for a skipped ranking."""
     columns = ["csf", "mean_rank", "layer", "cliques"]
     if result["status"] != "ok":
         return pd.DataFrame(columns=columns)
     layer = {m: i for i, part in enumerate(result["layers"], 1) for m in part["members"]}
     member = {name: [str(i) for i, clique in enumerate(result["cliques"], 1) if name in clique]
               for name in result["mean_ranks"]}
-    return pd.DataFrame([{"csf": name, "mean_rank": rank, "layer": layer.get(name), "cliques": " ".join(member[name])}
-                         for name, rank in result["mean_ranks"].items()], columns=columns)
+    table = pd.DataFrame([{"csf": name, "mean_rank": rank, "layer": layer.get(name), "cliques": " ".join(member[name])}
+                          for name, rank in result["mean_ranks"].items()], columns=columns)
+    return table.astype({"layer": "Int64"})
 
 
 def plot_categories(summary: pd.DataFrame, metric: str = "auroc") -> plt.Figure:
