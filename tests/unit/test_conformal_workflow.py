@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from csfbench.aggregate.ranking import Analysis, rank_results, ranking_settings
+from csfbench.aggregate.ranking import Analysis, rank_results, ranking_settings, selected_ranked_rows
 from csfbench.aggregate.results_table import merge_metric_files
 from csfbench.aggregate.selection import higher_is_better, selected_rows
 from csfbench.errors import ConfigError
@@ -142,12 +142,24 @@ def test_rankings_run_on_a_conformal_metric_group():
     settings = ranking_settings({"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False,
                                  "blocks": ["dataset", "paradigm", "metric"],
                                  "metric_groups": {"conformal_auroc": ["auroc@dkwm@0.05"]},
-                                 "schemes": {"id": "misclf", "semantic": "conformal", "covariate": "misclf",
+                                 "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf",
                                              "adversarial": "misclf"}})
     (result,) = rank_results(table, [Analysis("conformal_auroc", "vgg13", False, "s", "near")], settings)
-    assert result["status"] == "ok"
+    assert result["status"] == "ok" and result["scheme"] == "conformal"
     ranks = result["mean_ranks"]
     assert ranks["A"] < ranks["B"] < ranks["C"]  # higher AUROC = better rank
+
+
+def test_a_conformal_group_ranks_the_conformal_rows_and_a_classical_group_its_scheme():
+    table = _table(np.random.default_rng(3))
+    base = {"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False, "blocks": ["dataset", "paradigm", "metric"],
+            "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf", "adversarial": "misclf"}}
+    settings = ranking_settings({**base, "metric_groups": {"c": ["auroc@dkwm@0.05"], "a": ["auroc"]}})
+    rows = selected_ranked_rows(table, settings)
+    assert set(rows.loc[rows["metric"] == "auroc@dkwm@0.05", "scheme"]) == {"conformal"}
+    assert set(rows.loc[rows["metric"] == "auroc", "scheme"]) <= {"correct_vs_ood"}
+    with pytest.raises(ValueError, match="metric_groups.mixed: expected only conformal or only classical"):
+        ranking_settings({**base, "metric_groups": {"mixed": ["auroc@dkwm@0.05", "auroc"]}})
 
 
 def test_merge_fills_the_conformal_columns_of_older_metric_files(tmp_path):
@@ -210,8 +222,7 @@ def test_ranking_groups_may_name_the_configured_conformal_metrics():
 
     config = demo_config(None)
     config["conformal"] = {"enabled": True, "methods": ["dkwm"], "delta": [0.05]}
-    config["ranking"] = {"metric_groups": {"rc": ["augrc"], "conformal_auroc": ["auroc@dkwm@0.05"]},
-                         "schemes": {"semantic": "conformal"}}
+    config["ranking"] = {"metric_groups": {"rc": ["augrc"], "conformal_auroc": ["auroc@dkwm@0.05"]}}
     check_selections(validate_config(config), "test")
     config["ranking"]["metric_groups"]["conformal_auroc"] = ["auroc@simes@0.05"]  # a band the config lacks
     with pytest.raises(ConfigError, match="ranking/metric_groups/conformal_auroc.*did you mean 'auroc@dkwm@0.05'"):

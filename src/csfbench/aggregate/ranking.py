@@ -14,7 +14,9 @@ metrics of one orientation.
 Regimes: ``test`` (the ID test set, misclassification), the semantic regimes ``near``/``mid``/``far``
 (the rows' ``regime``), ``covariate`` and ``adversarial``. The failure scheme of each shift type is a
 setting (``ranking.schemes``; the schema's defaults are the paper's protocols, ``misclf`` within
-ID/covariate/adversarial sets and ``correct_vs_ood`` for semantic sets).
+ID/covariate/adversarial sets and ``correct_vs_ood`` for semantic sets).  A conformal metric
+(``auroc@mc_search@0.05``: :func:`csfbench.evaluation.conformal_metric`) exists only in the rows of scheme
+``conformal``, so a group of conformal metrics ranks those rows whatever the shift type's scheme.
 
 Every analysis records the Friedman and Iman–Davenport statistics and p-values and whether the omnibus
 test rejected equal mean ranks at ``alpha`` (JSON ``friedman``, ``iman_davenport``, ``omnibus``; summary
@@ -40,7 +42,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from csfbench.aggregate.selection import higher_is_better, selected_rows
-from csfbench.evaluation import base_metric
+from csfbench.evaluation import CONFORMAL_SCHEME, base_metric
 from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
@@ -87,6 +89,9 @@ def ranking_settings(section: dict) -> dict[str, Any]:
         orientations = {higher_is_better(m) for m in metrics}
         if not metrics or len(orientations) != 1:
             raise ValueError(f"ranking.metric_groups.{group}: expected metrics of one orientation, got {metrics}")
+        if len({_is_conformal(m) for m in metrics}) != 1:
+            raise ValueError(f"ranking.metric_groups.{group}: expected only conformal or only classical metrics "
+                             f"(they are ranked on different schemes), got {metrics}")
     return settings
 
 
@@ -123,11 +128,23 @@ def _ranked_metrics(settings: dict) -> list[str]:
     return sorted({m for group in settings["metric_groups"].values() for m in group})
 
 
+def _is_conformal(metric: str) -> bool:
+    return base_metric(metric) != metric
+
+
+def ranked_scheme(metrics: Iterable[str], shift_type: str, settings: dict) -> str:
+    """The scheme a metric group is ranked on for a shift type: ``conformal`` for conformal metrics,
+    else the configured scheme of the shift type."""
+    return CONFORMAL_SCHEME if all(map(_is_conformal, metrics)) else settings["schemes"][shift_type]
+
+
 def _ranked_scheme(table: pd.DataFrame, settings: dict) -> pd.Series:
-    """Rows whose scheme is the ranked scheme of their shift type (vectorised: no per-row mapping)."""
-    mask = pd.Series(False, index=table.index)
+    """Rows whose scheme is the ranked scheme of their metric and shift type (vectorised: no per-row
+    mapping): the ``conformal`` rows of conformal metrics, the configured scheme's rows of the others."""
+    conformal = table["metric"].astype(str).str.contains("@", regex=False)
+    mask = conformal & (table["scheme"] == CONFORMAL_SCHEME)
     for shift_type, scheme in settings["schemes"].items():
-        mask |= (table["shift_type"] == shift_type) & (table["scheme"] == scheme)
+        mask |= ~conformal & (table["shift_type"] == shift_type) & (table["scheme"] == scheme)
     return mask
 
 
@@ -160,7 +177,7 @@ def run_analysis(rows: pd.DataFrame | None, analysis: Analysis, settings: dict) 
     """Rank one cell (``rows``: its :func:`ranked_rows`, or None); a JSON-ready dict with ``status``."""
     metrics = list(settings["metric_groups"][analysis.group])
     header = {"analysis": asdict(analysis), "metrics": metrics, "blocks": list(settings["blocks"]),
-              "scheme": settings["schemes"][SHIFT_TYPE[analysis.regime]]}
+              "scheme": ranked_scheme(metrics, SHIFT_TYPE[analysis.regime], settings)}
     if rows is None or rows.empty:
         return {**header, "status": "skipped", "reason": f"no selected rows for regime '{analysis.regime}' of "
                 f"{analysis.backbone} ({'MCD' if analysis.mcd else 'non-MCD'}) on {analysis.source} with metrics {metrics}"}
