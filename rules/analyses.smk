@@ -104,7 +104,7 @@ rule covariate_embed:
     input:
         unpack(covariate_embed_inputs),
     output:
-        embeddings=covariate_embeddings(),
+        embeddings=paths.covariate_embeddings(),
     params:
         sets=covariate_embed_sets,
         encoder=lambda w: json.dumps(config["proximity"]["encoder"], sort_keys=True),

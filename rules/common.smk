@@ -343,11 +343,6 @@ def covariate_sets(source):
     return [n for n, e in config["sources"][source]["ood"].items() if e["shift_type"] == "covariate"] + generated
 
 
-def covariate_embeddings(source="{source}"):
-    """The encoder embeddings of a source's covariate sets (rule covariate_embed), beside the proximity stage's."""
-    return paths.proximity_embeddings(source).rsplit("/", 1)[0] + "/covariate_embeddings.h5"
-
-
 def covariate_embed_inputs(wildcards):
     """What the covariate sets' images are read through (generated images or dataset indexes), the weights."""
     sets = [next(iter(eval_set_images(wildcards.source, None, name).values()))
@@ -370,7 +365,7 @@ def analysis_inputs(wildcards):
     if wildcards.source in proximity_sources():
         inputs["embeddings"] = paths.proximity_embeddings(wildcards.source)
         if covariate_sets(wildcards.source):
-            inputs["covariate_embeddings"] = covariate_embeddings(wildcards.source)
+            inputs["covariate_embeddings"] = paths.covariate_embeddings(wildcards.source)
     return inputs
 
 
@@ -384,3 +379,12 @@ def analysis_outputs():
     sources = analysis_sources()
     return [paths.figure(f"pairs_{source}.png") for source in sources] + (
         [paths.category_table("averaged")] if sources else [])
+
+
+def conformal_report_bands():
+    """{(method, n): band file} the report reads, all at the first delta: the figure's ROC band (first method,
+    n_cal; the same file as the metric rows') and the band-width panel's (every method x figure.band_sizes)."""
+    delta, n_mc, seed = CONFORMAL["delta"][0], CONFORMAL["n_mc"], CONFORMAL["seed"]
+    sizes = [CONFORMAL["calibration"]["n_cal"]] + list(CONFORMAL["figure"]["band_sizes"])
+    return {(method, n): paths.conformal_band(n, delta, method, n_mc, seed)
+            for method in CONFORMAL["methods"] for n in sizes}

@@ -76,15 +76,6 @@ rule prediction_sets:
         "../workflow_scripts/prediction_sets.py"
 
 
-def conformal_report_bands():
-    """{(method, n): band file} the report reads, all at the first delta: the figure's ROC band (first method,
-    n_cal; the same file as the metric rows') and the band-width panel's (every method x figure.band_sizes)."""
-    delta, n_mc, seed = CONFORMAL["delta"][0], CONFORMAL["n_mc"], CONFORMAL["seed"]
-    sizes = [CONFORMAL["calibration"]["n_cal"]] + list(CONFORMAL["figure"]["band_sizes"])
-    return {(method, n): paths.conformal_band(n, delta, method, n_mc, seed)
-            for method in CONFORMAL["methods"] for n in sizes}
-
-
 rule conformal_report:
     input:
         results=paths.results_table(),

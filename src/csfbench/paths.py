@@ -122,6 +122,11 @@ def proximity_embeddings(source: str = _S) -> str:
     return f"{RESULTS}/proximity/{source}/embeddings.h5"
 
 
+def covariate_embeddings(source: str = _S) -> str:
+    """The encoder embeddings of a source's covariate sets (rule covariate_embed), beside the proximity stage's."""
+    return f"{RESULTS}/proximity/{source}/covariate_embeddings.h5"
+
+
 def proximity_regimes(source: str = _S) -> str:
     return f"{RESULTS}/proximity/{source}/regimes.csv"
 
