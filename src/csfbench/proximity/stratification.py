@@ -36,6 +36,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from csfbench.atomic import atomic_hdf5
 from csfbench.proximity.distances import DISTANCE_COLUMNS, distance_table
 from csfbench.proximity.regimes import REGIMES
 
@@ -55,6 +56,19 @@ def read_embeddings(path: str | Path) -> tuple[dict[str, np.ndarray], np.ndarray
         sets = {name: fh[f"embeddings/{name}"][()] for name in json.loads(attrs["sets"])}
         text = fh["text"][()] if "text" in fh else None
         return sets, fh["labels"][()], text, attrs
+
+
+def write_embeddings(out_h5: str | Path, source: str, encoder: str, embeddings: dict[str, np.ndarray],
+                     extra: dict[str, np.ndarray] | None = None, **attrs) -> None:
+    """Write an embeddings file atomically: ``embeddings/{name}`` (N × E float32, each set's sample order), the
+    datasets ``extra`` as given (e.g. ``labels``, ``text``), and the attributes ``source``, ``encoder``, ``sets``
+    (JSON list of the embedded sets) and ``attrs``."""
+    with atomic_hdf5(out_h5) as fh:
+        fh.attrs.update(source=source, encoder=encoder, sets=json.dumps(list(embeddings)), **attrs)
+        for name, emb in embeddings.items():
+            fh.create_dataset(f"embeddings/{name}", data=emb.astype(np.float32))
+        for name, data in (extra or {}).items():
+            fh.create_dataset(name, data=data)
 
 
 def distance_rows(sets: dict[str, np.ndarray], labels: np.ndarray, text: np.ndarray | None, seed: int,

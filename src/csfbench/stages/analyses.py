@@ -30,12 +30,13 @@ from csfbench.analysis import (category_metrics, decomposition_table, distance_c
                                iconic_summary, iconic_table, nearest_neighbour_distance, overlap_table,
                                random_network_check, rank_comparison, rank_gap_selection, score_densities,
                                split_by_correctness)
-from csfbench.atomic import atomic_hdf5, atomic_path, write_json
+from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets
 from csfbench.data.base import ImageSet
 from csfbench.data.sources import shift_set, source_split
 from csfbench.ids import ModelId
 from csfbench.proximity.encoders import build_encoder, embed_timed
+from csfbench.proximity.stratification import write_embeddings
 from csfbench.report import analyses as report
 from csfbench.report.figures import conover_matrix, plot_conover_heatmap, save_figure
 from csfbench.report.tables import write_table
@@ -102,10 +103,7 @@ def embed_covariate_sets(source: str, sets: dict[str, DatasetSpec], encoder_cfg:
     encoder = build_encoder(encoder_cfg, resolve_device())
     embeddings = {name: embed_timed(encoder, shift_set(spec, "covariate"), batch_size, f"{source}/{name}")
                   for name, spec in sets.items()}
-    with atomic_hdf5(out_h5) as fh:
-        fh.attrs.update(source=source, encoder=encoder.description, sets=json.dumps(list(sets)))
-        for name, emb in embeddings.items():
-            fh.create_dataset(f"embeddings/{name}", data=emb.astype(np.float32))
+    write_embeddings(out_h5, source, encoder.description, embeddings)
     log.info("%s: embedded %s with %s", source, list(sets), encoder.description)
 
 

@@ -2,19 +2,18 @@
 near/mid/far stratification (see :mod:`csfbench.proximity.stratification`)."""
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pandas as pd
 
-from csfbench.atomic import atomic_hdf5, atomic_path
+from csfbench.atomic import atomic_path
 from csfbench.data.sources import shift_set, source_split
 from csfbench.proximity.encoders import build_encoder, class_names, embed_timed
 from csfbench.proximity.regimes import stratify
-from csfbench.proximity.stratification import TEST_ROW, distance_rows, read_embeddings, resolve_regimes
+from csfbench.proximity.stratification import (TEST_ROW, distance_rows, read_embeddings, resolve_regimes,
+                                               write_embeddings)
 from csfbench.report.tables import write_table
 from csfbench.specs import DatasetSpec
 from csfbench.training.loop import resolve_device
@@ -25,10 +24,6 @@ log = logging.getLogger(__name__)
 def embed_source_sets(source: str, source_dataset: DatasetSpec, val_size: int, ood: dict[str, DatasetSpec], encoder_cfg: dict,
                       batch_size: int, out_h5: str | Path) -> None:
     """Embed the train and test splits of ``source`` and its semantic OOD sets (``ood``: name → dataset spec)."""
-
-
-
-
     encoder = build_encoder(encoder_cfg, resolve_device())
     train = source_split(source_dataset, val_size, "train")
     sets = {"train": train, TEST_ROW: source_split(source_dataset, val_size, "test")}
@@ -41,14 +36,10 @@ def embed_source_sets(source: str, source_dataset: DatasetSpec, val_size: int, o
         text_status = f"skipped: no class names configured (proximity/encoder/class_names/{source})"
     else:
         text_status = "computed"
-    with atomic_hdf5(out_h5) as fh:
-        fh.attrs.update(source=source, encoder=encoder.description, sets=json.dumps(list(sets)),
-                        text_alignment=text_status)
-        for name, emb in embeddings.items():
-            fh.create_dataset(f"embeddings/{name}", data=emb.astype(np.float32))
-        fh.create_dataset("labels", data=np.asarray(train.labels, dtype=np.int64))
-        if names is not None:
-            fh.create_dataset("text", data=encoder.embed_text(names).astype(np.float32))
+    extra = {"labels": np.asarray(train.labels, dtype=np.int64)}
+    if names is not None:
+        extra["text"] = encoder.embed_text(names).astype(np.float32)
+    write_embeddings(out_h5, source, encoder.description, embeddings, extra, text_alignment=text_status)
     log.info("%s: embedded %s with %s; text alignment %s", source, list(sets), encoder.description, text_status)
 
 
