@@ -253,8 +253,8 @@ def test_heatmap_analysis_defaults_to_the_first_column_of_the_top_clique_map():
     assert heatmap_input(config) == f"results/tables/rankings/rc/{first_backbone}_det_{first_source}_test.json"
     # the paper's Figure 2 cell: AUGRC alone
     assert heatmap_analysis(_demo_config(group="augrc")).name == f"augrc/{first_backbone}_det_{first_source}_test"
-    chosen = _demo_config(group="aurc", backbone="vgg13", mcd=True, source="demo40", regime="near")
-    assert heatmap_analysis(chosen).name == "aurc/vgg13_mcd_demo40_near"
+    chosen = _demo_config(group="aurc", backbone="vgg13", mcd=True, source="demo10", regime="near")
+    assert heatmap_analysis(chosen).name == "aurc/vgg13_mcd_demo10_near"
     with pytest.raises(ValueError, match=r"figures.heatmap: the config ranks no analysis rc/vit_mcd_"):
         heatmap_analysis(_demo_config(backbone="vit", mcd=True))  # the demo ViT has no MC-dropout models
     with pytest.raises(ValueError, match="figures.heatmap: the config ranks no analysis nope/"):
