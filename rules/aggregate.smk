@@ -8,6 +8,8 @@ rule aggregate_results:
         metrics=all_metric_files(),
         # scheme `conformal` rows (rules/conformal.smk)
         conformal=conformal_metric_files(),
+        # the pair analyses' rows: every (ID-role, OOD-role) pair and its schemes (rules/analyses.smk)
+        pairs=pair_metric_files(),
         # the resolved near/mid/far regimes of the semantic OOD sets (rules/proximity.smk)
         regimes=[paths.proximity_regimes(source) for source in proximity_sources()],
     output:

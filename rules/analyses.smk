@@ -43,6 +43,7 @@ rule pair_analyses:
                           category="Pair analyses"),
         scores_pdf=paths.figure("scores_{source}.pdf"),
         rankings=paths.pair_rankings(),
+        pair_metrics=paths.pair_metrics(),
         rankings_table=report(paths.analysis_table("pair_rankings"), caption="../report/table_pair_rankings.rst",
                               category="Pair analyses"),
         rankings_png=report(paths.figure("pair_rankings_{source}.png"),

@@ -357,10 +357,12 @@ def covariate_embed_sets(wildcards):
 
 
 def analysis_inputs(wildcards):
-    """The scores (fit group none) of a source's models, the indexes of the gallery's datasets and, where the
+    """The scores and metric rows (fit group none) of a source's models, the indexes of the gallery's datasets and, where the
     proximity stage runs, its embeddings and those of the source's covariate sets."""
     names = [source_dataset(wildcards.source)] + semantic_sets(wildcards.source)
-    inputs = {"scores": [paths.scores(wildcards.source, str(m), "none") for m in grid.model_ids(config, wildcards.source)],
+    models = [str(m) for m in grid.model_ids(config, wildcards.source)]
+    inputs = {"scores": [paths.scores(wildcards.source, m, "none") for m in models],
+              "metrics": [paths.metrics(wildcards.source, m, "none") for m in models],
               "indexes": [paths.dataset_index(n) for n in names]}
     if wildcards.source in proximity_sources():
         inputs["embeddings"] = paths.proximity_embeddings(wildcards.source)
@@ -373,6 +375,10 @@ def analysis_sources():
     if not config["analyses"]["enabled"] or "none" not in config["csf"]["groups"]:
         return []
     return SOURCES
+
+
+def pair_metric_files():
+    return [paths.pair_metrics(source) for source in analysis_sources()]
 
 
 def analysis_outputs():

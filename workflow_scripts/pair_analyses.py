@@ -10,5 +10,6 @@ with job_logging(snakemake.log[0], snakemake.threads):
     sets = json.loads(snakemake.params.gallery_sets)
     images = gallery_images(DatasetSpec.from_dict(sets["source"]), sets["val_size"],
                             [EvalSet.from_dict(d) for d in sets["sets"]])
-    write_analyses(snakemake.wildcards.source, list(snakemake.input.scores), snakemake.params.settings,
+    write_analyses(snakemake.wildcards.source, list(snakemake.input.scores), list(snakemake.input.metrics),
+                   snakemake.params.settings,
                    snakemake.params.alpha, dict(snakemake.output.items()), embeddings, images)

@@ -6,8 +6,11 @@ Which schemes apply (Claros-Olivares & Brockmeier, §4.1; Yang et al., ICLR 2024
 - ``correct_vs_ood``, ``newclass`` and ``failure`` for every shifted set against the ID test set.
 
 MC-dropout variants are judged against the MC-mean prediction's correctness (``mcd`` = True rows).
-The columns :data:`GROUP_COLUMNS` (``corruption``, ``severity``) carry the set's group keys, null where the set
-has none, so results can be grouped by corruption and severity.
+The column ``id_set`` names the set in the ID role of a row: ``test`` (the ID test split) for the rows of a
+shifted set, the calibration split for conformal rows, the pair's ID-role set for the pair analyses' rows
+(:mod:`csfbench.stages.analyses`); null for the ID splits' own ``misclf`` rows.
+The columns :data:`GROUP_COLUMNS` (``corruption``, ``severity``, ``rendition``) carry the set's group keys, null
+where the set has none, so results can be grouped by corruption, severity and rendition.
 Metrics undefined for a set (e.g. AUROC when nothing fails) are omitted by
 :func:`csfbench.metrics.evaluate`, which logs why.
 
@@ -26,11 +29,14 @@ from csfbench.metrics.conformal import band_metrics
 from csfbench.specs import GROUP_KEYS, EvalSet, ModelSpec
 
 COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "mcd", "csf", "variant", "tuning_protocol",
-           "dataset", "shift_type", "regime", "corruption", "severity", "scheme", "split", "metric", "value"]
+           "dataset", "id_set", "shift_type", "regime", "corruption", "severity", "rendition", "scheme", "split",
+           "metric", "value"]
 #: the evaluation set's group keys (:attr:`csfbench.specs.EvalSet.groups`): attributes of the dataset, not part of
 #: a row's key, null where they do not apply
 GROUP_COLUMNS = list(GROUP_KEYS)
 SHIFT_SCHEMES = ("correct_vs_ood", "newclass", "failure")
+#: ``id_set`` of the rows whose ID role is the ID test split
+ID_TEST = "test"
 #: attributes of a conformal row (not part of a row's key: the metric name holds method and δ)
 CONFORMAL_COLUMNS = ["delta", "conformal_method", "n_cal", "calibration"]
 CONFORMAL_SCHEME = "conformal"
@@ -46,6 +52,15 @@ def conformal_metric(base: str, method: str, delta: float) -> str:
 def base_metric(metric: str) -> str:
     """The classical metric a (conformal) metric name corrects: ``auroc@dkwm@0.05`` -> ``auroc``."""
     return metric.split("@", 1)[0]
+
+
+def tuning_protocols(metrics_files) -> dict[tuple[bool, str, str], str | None]:
+    """{(mcd flag, csf, variant): tuning protocol} of the rows of metric files (:func:`metric_rows`')."""
+    protocols = {}
+    for path in metrics_files:
+        rows = pd.read_parquet(path, columns=["mcd", "csf", "variant", "tuning_protocol"]).drop_duplicates()
+        protocols.update({(bool(r.mcd), r.csf, r.variant): r.tuning_protocol for r in rows.itertuples()})
+    return protocols
 
 
 def schemes_for(eval_set: EvalSet) -> tuple[str, ...]:
@@ -70,6 +85,7 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
         raise ValueError(f"{eval_set.name}: the ID test scores are needed for the {SHIFT_SCHEMES} schemes")
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime,
+                id_set=None if eval_set.shift_type == "id" else ID_TEST,
                 split="val" if eval_set.name == "val" else "test", **eval_set.groups)
     rows = []
     for mode, data in scores.items():
@@ -89,17 +105,20 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
 
 
 def conformal_rows(spec: ModelSpec, eval_set: EvalSet, calibration: dict, scores: dict, bands: dict,
-                   tprs: tuple[float, ...], calibration_name: str, protocols: dict) -> pd.DataFrame:
+                   tprs: tuple[float, ...], calibration_name: str, protocols: dict,
+                   groups: dict | None = None) -> pd.DataFrame:
     """Conformal rows of one shifted set: per mode and CSF variant, the classical AUROC and FPR@TPRβ of the ID
     calibration confidences against the set's, and their corrections by every band.
 
     ``calibration`` and ``scores``: {mode: {(csf, variant): confidences}} of the calibration samples and of the
     set; ``bands``: {(method, δ): band array for n = the calibration size}; ``protocols``: {(mcd flag, csf,
-    variant): tuning protocol} (the classical metric rows' column).
+    variant): tuning protocol} (the classical metric rows' column); ``groups``: the set's group keys (default
+    ``eval_set.groups``; a set read back from a scores file: :func:`csfbench.csf.store.set_groups`).
     """
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime, split="test",
-                scheme=CONFORMAL_SCHEME, calibration=calibration_name, **eval_set.groups)
+                scheme=CONFORMAL_SCHEME, calibration=calibration_name, id_set=calibration_name,
+                **(eval_set.groups if groups is None else groups))
     rows = []
     for mode, per_variant in scores.items():
         for (csf, variant), conf in sorted(per_variant.items()):

@@ -99,6 +99,11 @@ def analysis_table(name: str, source: str = _S) -> str:
     return f"{RESULTS}/tables/analyses/{name}_{source}.csv"
 
 
+def pair_metrics(source: str = _S) -> str:
+    """The metric rows of a source's pairs (the pair analyses' schemes per ID-role / OOD-role set; parquet)."""
+    return f"{RESULTS}/metrics/{source}/pairs.parquet"
+
+
 def category_table(view: str) -> str:
     """ICONIC-444's per-category table over every source (``view``: ``averaged`` or ``pooled``; CSV)."""
     return f"{RESULTS}/tables/analyses/categories_{view}.csv"

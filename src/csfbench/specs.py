@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from csfbench.shifts.names import parse_corruption_set
 
 #: the group keys of an evaluation set (:attr:`EvalSet.groups`), columns of its metric rows
-GROUP_KEYS = ("corruption", "severity")
+GROUP_KEYS = ("corruption", "severity", "rendition")
 
 
 class _Json:
@@ -164,10 +164,13 @@ class EvalSet(_Json):
         """The set's group keys (:data:`GROUP_KEYS`), written to its metric rows: the ``corruption`` (str) and
         ``severity`` (int, 1..5) of a corrupted set — from its dataset's options (formats ``cifar_c``,
         ``imagenet_c``) or from the name of a generated corruption set (``corrupt-{family}-{severity}``) — and
-        None for every other set."""
+        the ``rendition`` (str) of a set of one rendition (format ``wnid_folders``' option); None where a set
+        has none."""
         options = self.dataset.options if self.dataset is not None else {}
         parsed = parse_corruption_set(self.name)
         corruption = options.get("corruption", parsed[0] if parsed else None)
         severity = options.get("severity", parsed[1] if parsed else None)
+        rendition = options.get("rendition")
         return {"corruption": None if corruption is None else str(corruption),
-                "severity": None if severity is None else int(severity)}
+                "severity": None if severity is None else int(severity),
+                "rendition": None if rendition is None else str(rendition)}

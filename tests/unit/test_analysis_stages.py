@@ -22,7 +22,7 @@ from csfbench.stages import analyses as stage
 TRAINED = "vgg13_devries_do0_rew0_run1"
 RANDOM = "vit_random_do0_rew0_run1"
 SETTINGS = {"csfs": None, "pairs": [], "covariate_x_semantic": True, "frr_quantile": 0.5, "reference_csf": "MSR",
-            "distance_bins": 3, "gallery_k": 2}
+            "distance_bins": 3, "gallery_k": 2, "schemes": ["incorrect_vs_ood", "frr_at_q"]}
 
 # ID test split: MSR confidences, correctness; the semantic set "near", the covariate set "corrupt"
 TEST_MSR = [0.9, 0.8, 0.3, 0.2]
@@ -90,6 +90,44 @@ def test_model_cells_decompose_every_pair_and_reject_at_the_transferred_threshol
     only_msr = stage.model_cells(trained, {**SETTINGS, "csfs": ["MSR"], "covariate_x_semantic": False,
                                            "pairs": [{"id": "test", "ood": "corrupt"}]})[0]
     assert list(zip(only_msr["csf"], only_msr["id_set"], only_msr["ood_set"])) == [("MSR", "test", "corrupt")]
+
+
+def write_metrics_file(path: Path) -> Path:
+    """The CSF stage's metric rows as the pair analyses read them: the tuning protocol of every CSF variant."""
+    pd.DataFrame({"mcd": False, "csf": ["MSR", "MLS", "MSR"], "variant": ["none", "none", "global"],
+                  "tuning_protocol": ["bayes", "bayes", "bayes"]}).to_parquet(path, index=False)
+    return path
+
+
+def test_pair_rows_carry_every_scheme_of_their_pair_with_the_id_role_named(trained):
+    settings = {**SETTINGS, "schemes": list(stage.PAIR_SCHEMES)}
+    table, frr, _ = stage.model_cells(trained, settings)
+    sets = {"test": {"shift_type": "id", "regime": "test"}, "near": {"shift_type": "semantic", "regime": "near"},
+            "corrupt": {"shift_type": "covariate", "regime": "covariate", "corruption": "fog", "severity": 3}}
+    rows = stage.pair_metric_rows("demo10", table, frr, sets, settings, {(False, "MSR", "none"): "none"})
+    msr = rows[rows["csf"] == "MSR"].set_index(["id_set", "scheme"])
+    # the ID test split in the ID role: only the schemes its classical rows lack
+    assert sorted(msr.loc["test"].index) == ["failure_pooled", "frr_at_q", "incorrect_vs_ood", "shiftdetect"]
+    assert msr.loc[("test", "incorrect_vs_ood"), "value"] == pytest.approx(0.5)
+    # pooled: (n_inc·A_ci + n_out·A_co) / (n_inc + n_out) = (1·2/3 + 2·5/6) / 3; shiftdetect = all ID vs near
+    assert msr.loc[("test", "failure_pooled"), "value"] == pytest.approx(7 / 9)
+    assert msr.loc[("test", "shiftdetect"), "value"] == pytest.approx(roc_auc_score([1] * 4 + [0] * 2,
+                                                                                     TEST_MSR + NEAR_MSR))
+    assert msr.loc[("test", "frr_at_q"), ["metric", "value"]].tolist() == ["frr_q0.5", pytest.approx(1 / 3)]
+    # a covariate set in the ID role: every scheme, the OOD-role set in `dataset`
+    assert len(msr.loc["corrupt"]) == 7 and set(msr["dataset"]) == {"near"}
+    assert msr.loc[("corrupt", "correct_vs_ood"), "value"] == pytest.approx(
+        roc_auc_score([1, 1, 1, 0, 0], [0.7, 0.35, 0.05, *NEAR_MSR]))
+    assert set(rows["shift_type"]) == {"semantic"} and set(rows["regime"]) == {"near"}
+    assert rows["corruption"].isna().all()  # the OOD-role set's group keys: near has none
+    assert set(rows.loc[rows["csf"] == "MSR", "tuning_protocol"]) == {"none"}
+    assert rows.loc[rows["csf"] == "MLS", "tuning_protocol"].isna().all()
+    # an explicit pair names its own schemes
+    explicit = {**settings, "covariate_x_semantic": False,
+                "pairs": [{"id": "corrupt", "ood": "near", "schemes": ["incorrect_vs_ood"]}]}
+    table = stage.model_cells(trained, explicit)[0]
+    only = stage.pair_metric_rows("demo10", table, frr, sets, explicit, {})
+    assert set(only["scheme"]) == {"incorrect_vs_ood"} and set(only["id_set"]) == {"corrupt"}
 
 
 def test_a_random_model_gets_its_check_scores_and_no_false_rejection(tmp_path):
@@ -274,7 +312,12 @@ def test_the_job_writes_every_table_and_figure(tmp_path):
     outputs["rankings"] = str(tmp_path / "out" / "rankings.json")
     outputs.update({f"{f}{ext}": str(tmp_path / "out" / f"{f or 'pairs_'}figure.{ext}") for f in figures
                     for ext in ("png", "pdf")})
-    stage.write_analyses("demo10", files, {**SETTINGS, "distance_bins": 2}, 0.05, outputs)
+    outputs["pair_metrics"] = str(tmp_path / "out" / "pairs.parquet")
+    metrics = [write_metrics_file(tmp_path / f"{m}.parquet") for m in (TRAINED, "vgg13_devries_do0_rew0_run2", RANDOM)]
+    stage.write_analyses("demo10", files, metrics, {**SETTINGS, "distance_bins": 2}, 0.05, outputs)
+    rows = pd.read_parquet(outputs["pair_metrics"])
+    assert set(rows["run"]) == {1, 2} and set(rows["paradigm"]) == {"devries", "random"}
+    assert set(rows["tuning_protocol"]) == {"bayes"} and set(rows["source"]) == {"demo10"}
     for name, path in outputs.items():
         assert Path(path).is_file(), name
     for name in [n for n in outputs if n.endswith("png")]:

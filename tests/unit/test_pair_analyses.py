@@ -5,9 +5,11 @@ import pytest
 from csfbench.errors import ConfigError
 from csfbench.report.analyses import pair_grid
 from csfbench.settings import validate_config
-from csfbench.stages.analyses import pairs_of
+from csfbench.settings import load_yaml
+from csfbench.stages.analyses import PAIR_SCHEMES, pairs_of
 
 from tests.helpers.demo_config import demo_config
+from tests.helpers.repo import REPO
 
 SETS = {"train": {"shift_type": "id"}, "val": {"shift_type": "id"}, "test": {"shift_type": "id"},
         "near": {"shift_type": "semantic"}, "noise": {"shift_type": "semantic"},
@@ -43,6 +45,16 @@ def test_settings_name_csfs_and_catalogue_sets():
     config["analyses"] = {"pairs": [{"id": "val", "ood": "near"}]}
     with pytest.raises(ConfigError, match="analyses/pairs/0/id"):
         validate_config(config)
+    config["analyses"] = {"pairs": [{"id": "test", "ood": "near", "schemes": ["misclf"]}]}
+    with pytest.raises(ConfigError, match="analyses/pairs/0/schemes"):
+        validate_config(config)
+
+
+def test_the_schema_offers_exactly_the_pair_schemes_the_job_writes():
+    defaults = validate_config(demo_config(None))["analyses"]
+    assert tuple(defaults["schemes"]) == PAIR_SCHEMES
+    schema = load_yaml(REPO / "config" / "schema.yaml")
+    assert tuple(schema["definitions"]["pair_schemes"]["items"]["enum"]) == PAIR_SCHEMES
 
 
 def test_conditional_table_splits_the_change_by_id_outcome():

@@ -16,7 +16,7 @@ from csfbench.projnorm.finetune import finetune, initial_model, parameter_distan
 from csfbench.projnorm.rows import metric_rows
 from csfbench.settings import load_config
 from csfbench.shifts.corruptions import corrupt_images
-from csfbench.specs import DatasetSpec, ModelSpec
+from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 
 from tests.helpers.repo import REPO
 
@@ -106,9 +106,16 @@ def test_stress_table_applies_the_corruption_regression():
     spec = ModelSpec(source="s", model="m", backbone="vgg13", paradigm="dg", dropout=1, reward=2.2, run=1, seed=0,
                      n_classes=4, image_size=32, normalize={}, arch={}, mcd_samples=0, optim={}, paradigm_params={},
                      dataset=DatasetSpec("s", "npy", "unused"), val_size=1)
-    rows = metric_rows({"m": spec}, per_set, correlations(per_set), table)
+    groups = {name: EvalSet(name, "covariate", "covariate").groups for name in per_set["dataset"]}
+    rows = metric_rows({"m": spec}, per_set, correlations(per_set), table, groups)
     assert list(rows.columns) == COLUMNS and not rows.duplicated([c for c in COLUMNS if c != "value"]).any()
     assert set(rows["metric"]) == {"test_error", "predictor_value", "r2", "spearman", "predicted_error"}
+    # a corruption set's rows carry its group keys (parsed from its name), the other sets' none
+    keyed = rows.dropna(subset=["corruption"])
+    corrupted = {name for name, keys in groups.items() if keys["corruption"] is not None}
+    assert set(keyed["dataset"]) == corrupted and {"corrupt-contrast-1", "corrupt-contrast-5"} <= corrupted
+    assert (keyed["severity"] == keyed["dataset"].str.rsplit("-", n=1).str[1].astype(int)).all()
+    assert rows.loc[~rows["dataset"].isin(corrupted), "corruption"].isna().all()
 
 
 def test_stress_mse_includes_the_clean_test_set_by_hand():

@@ -14,6 +14,7 @@ from csfbench.data.base import FileImageSet
 from csfbench.data.formats import FORMATS, open_dataset
 from csfbench.data.list_readers import imagenet_train_subset, write_imglist
 from csfbench.errors import DatasetError
+from csfbench.specs import DatasetSpec, EvalSet
 
 from tests.helpers.format_fixtures import (
     ICONIC_ALMOND,
@@ -345,6 +346,26 @@ def test_wnid_folders_unlabelled_and_expect(tmp_path):
            lambda: read("wnid_folders", written.root, expect={"n_classes": 637}))
     raises("wnid_folders", written.root, "keys among ['n_images', 'n_classes']",
            lambda: read("wnid_folders", written.root, expect={"sha256": "00"}))
+
+
+def test_wnid_folders_one_rendition_is_a_set_with_its_group_key(tmp_path):
+    written = write_wnid_folders(tmp_path)
+    everything = read("wnid_folders", written.root, **written.options["test"])
+    prefixes = {Path(i).name.split("_", 1)[0] for i in everything.sample_ids}
+    assert len(prefixes) > 1  # the fixture holds several renditions
+    for rendition in prefixes:
+        part = read("wnid_folders", written.root, **written.options["test"], rendition=rendition)
+        expected = [i for i in everything.sample_ids if Path(i).name.startswith(f"{rendition}_")]
+        assert list(part.sample_ids) == expected
+        assert list(part.labels) == [everything.labels[list(everything.sample_ids).index(i)] for i in expected]
+    raises("wnid_folders", written.root, f"no image of rendition 'sculpture' (file names 'sculpture_*'); "
+                                         f"the file-name prefixes found: {sorted(prefixes)}",
+           lambda: read("wnid_folders", written.root, rendition="sculpture"))
+    raises("wnid_folders", written.root, "option rendition must be a file-name prefix",
+           lambda: read("wnid_folders", written.root, rendition="a/b"))
+    spec = DatasetSpec("imagenet-r-art", "wnid_folders", str(written.root), options={"rendition": "art"})
+    assert EvalSet("imagenet-r-art", "covariate", "covariate", dataset=spec).groups == {
+        "corruption": None, "severity": None, "rendition": "art"}
 
 
 def test_wnid_folders_any_folder_names_without_a_wnid_list(tmp_path):

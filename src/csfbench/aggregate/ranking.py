@@ -42,7 +42,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from csfbench.aggregate.selection import higher_is_better, selected_rows
-from csfbench.evaluation import CONFORMAL_SCHEME, base_metric
+from csfbench.evaluation import CONFORMAL_SCHEME, ID_TEST, base_metric
 from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
@@ -143,8 +143,12 @@ def _ranked_scheme(table: pd.DataFrame, settings: dict) -> pd.Series:
     mapping): the ``conformal`` rows of conformal metrics, the configured scheme's rows of the others."""
     conformal = table["metric"].astype(str).str.contains("@", regex=False)
     mask = conformal & (table["scheme"] == CONFORMAL_SCHEME)
+    # the classical rows with the ID test split in the ID role (not the pair analyses' other ID-role sets)
+    classical = ~conformal
+    if "id_set" in table.columns:
+        classical &= table["id_set"].isna() | (table["id_set"] == ID_TEST)
     for shift_type, scheme in settings["schemes"].items():
-        mask |= ~conformal & (table["shift_type"] == shift_type) & (table["scheme"] == scheme)
+        mask |= classical & (table["shift_type"] == shift_type) & (table["scheme"] == scheme)
     return mask
 
 

@@ -18,7 +18,7 @@ projection's variance are attributes (JSON where they are mappings).  Layout of 
 
 ``scores/{source}/{model}/{fit_group}.h5``: one HDF5 group per evaluation set holding
 ``{mode}/{CSF}/{variant}`` (N,) float64 confidences (higher = more confident), ``{mode}/pred`` and
-``{mode}/correct``, ``labels``; file attrs as above, set attrs dataset, shift_type and regime.  Both are written to a temporary name and renamed when complete.
+``{mode}/correct``, ``labels``; file attrs as above, set attrs dataset, shift_type, regime and the set's group keys (``corruption``, ``severity``, ``rendition``) where it has them.  Both are written to a temporary name and renamed when complete.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from csfbench.csf.engine import FittedCsf, FittedMode
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import ClassSubspaces
 from csfbench.errors import FeatureFileError
+from csfbench.specs import GROUP_KEYS
 
 #: layout version of the CSF states in ``fit.h5``; read_fit refuses any other.  3: every CSF records its
 #: registry name, temperature and tuning protocol, every mode its temperature choices (2: pNML stores the
@@ -159,12 +160,20 @@ def write_scores(path: str | Path, sets: dict[str, tuple[dict, dict[str, SplitDa
 
 
 def scores_sets(path: str | Path) -> dict[str, dict]:
-    """{evaluation set: its attributes (``dataset``, ``shift_type``, ``regime``)} of a scores file."""
+    """{evaluation set: its attributes (``dataset``, ``shift_type``, ``regime``, and the group keys it has)} of a
+    scores file."""
     path = Path(path)
     if not path.is_file():
         raise FeatureFileError(f"scores file not found: {path}")
     with h5py.File(path, "r", locking=False) as fh:
         return {name: dict(fh[name].attrs) for name in fh}
+
+
+def set_groups(attrs: dict) -> dict:
+    """The group keys (:data:`csfbench.specs.GROUP_KEYS`) of a set's attributes in a scores file
+    (:func:`scores_sets`), None where the set has none (``severity`` an int, the others str)."""
+    return {key: None if key not in attrs else int(attrs[key]) if key == "severity" else str(attrs[key])
+            for key in GROUP_KEYS}
 
 
 def read_scores(path: str | Path, dataset: str) -> tuple[dict, dict]:

@@ -240,12 +240,13 @@ with option wnids (one wnid per line; label = line index, e.g. the sorted 1000 I
 without wnids: any folder names, label -1: ImageNet-OOD ({wnid}/ of its 637 classes), SSB-hard
   (ssb_hard/), NINCO (NINCO_OOD_classes/), Textures (dtd/images/)
 optional options: wnids (absolute or relative to {root}), expect {n_images, n_classes (class folders)}
-  e.g. ImageNet-OOD: n_images 31802, n_classes 637
+  e.g. ImageNet-OOD: n_images 31802, n_classes 637; rendition: only the images named {rendition}_*
+  (ImageNet-R's art, cartoon, ...), a set of its own with a rendition column in its metric rows
 one split (the split argument is ignored); ids = paths relative to {root}, sorted
 """,
         splits=(),
         labelled=True,
-        optional=("wnids", "expect"),
+        optional=("wnids", "expect", "rendition"),
     ),
     Format(
         key="imagenet_c",

@@ -275,18 +275,37 @@ def _wnid_labels(root: Path, wnids: object) -> tuple[dict[str, int], str]:
     return {wnid: label for label, wnid in enumerate(read_wnids(path))}, str(path)
 
 
-def read_wnid_folders(root: Path, split: str, name: str, *, wnids: object = None, expect: object = None) -> ImageSet:
+def read_wnid_folders(root: Path, split: str, name: str, *, wnids: object = None, expect: object = None,
+                      rendition: object = None) -> ImageSet:
     """One folder per class, ``{root}/{class}/**/image``; ``split`` is ignored (one split).
 
     With option ``wnids`` (a class list, see :func:`read_wnids`) the folders are WordNet ids of that
     list and label = its line index (ImageNet-R and ImageNet-Sketch against the sorted 1000 ImageNet
     wnids); without it every label is -1 and folder names are free (ImageNet-OOD, SSB-hard, NINCO,
-    Textures).  ``expect`` checks ``n_images`` and ``n_classes`` (ImageNet-OOD: 31802 and 637).
+    Textures).  ``expect`` checks ``n_images`` and ``n_classes`` of the whole folder (ImageNet-OOD: 31802
+    and 637).  ``rendition`` keeps the images whose file name starts with ``{rendition}_`` (ImageNet-R's
+    ``art_0.jpg``, ``cartoon_12.jpg``, …): one rendition as a set of its own, whose name reaches the
+    ``rendition`` column of its metric rows.
     """
     label_of, source = _wnid_labels(root, wnids) if wnids is not None else (None, "")
     samples = _class_tree(root, root, label_of, wnid_names=False, classes_from=source)
     _check_expect(root, expect, len(samples), len({s[0].split("/", 1)[0] for s in samples}))
+    if rendition is not None:
+        samples = _of_rendition(root, samples, rendition)
     return _file_set(name, root, samples)
+
+
+def _of_rendition(root: Path, samples: list[Sample], rendition: object) -> list[Sample]:
+    """The samples whose file name starts with ``{rendition}_`` (ReaderError naming the renditions found when
+    none does)."""
+    if not isinstance(rendition, str) or not rendition or "/" in rendition:
+        raise ReaderError(root, f"option rendition must be a file-name prefix such as 'cartoon', got {rendition!r}")
+    kept = [s for s in samples if s[0].rsplit("/", 1)[-1].startswith(f"{rendition}_")]
+    if not kept:
+        found = sorted({s[0].rsplit("/", 1)[-1].split("_", 1)[0] for s in samples if "_" in s[0].rsplit("/", 1)[-1]})
+        raise ReaderError(root, f"no image of rendition {rendition!r} (file names '{rendition}_*'); "
+                                f"the file-name prefixes found: {found[:20]}")
+    return kept
 
 
 def read_imagenet_c(root: Path, split: str, name: str, *, corruption: object, severity: object,

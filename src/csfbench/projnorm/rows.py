@@ -16,8 +16,12 @@ from csfbench.specs import ModelSpec
 SCHEME = "error_prediction"
 
 
-def metric_rows(specs: dict[str, ModelSpec], per_set: pd.DataFrame, corr: pd.DataFrame, stress: pd.DataFrame) -> pd.DataFrame:
+def metric_rows(specs: dict[str, ModelSpec], per_set: pd.DataFrame, corr: pd.DataFrame, stress: pd.DataFrame,
+                groups: dict[str, dict] | None = None) -> pd.DataFrame:
+    """The rows of one source's study; ``groups``: {set: its group keys (:attr:`csfbench.specs.EvalSet.groups`)},
+    written to the group columns (null for a set not in it)."""
     rows = []
+    groups = groups or {}
 
     def add(model, dataset, shift_type, csf, metric, value):
         spec = specs[model]
@@ -25,7 +29,7 @@ def metric_rows(specs: dict[str, ModelSpec], per_set: pd.DataFrame, corr: pd.Dat
         rows.append({**{k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")},
                      "mcd": False, "csf": csf, "variant": "none", "tuning_protocol": "none", "dataset": dataset,
                      "shift_type": shift_type, "regime": regime, "scheme": SCHEME, "split": "test", "metric": metric,
-                     "value": float(value)})
+                     "value": float(value), **groups.get(dataset, {})})
 
     for r in per_set.itertuples(index=False):
         add(r.model, r.dataset, r.shift_type, "actual", "test_error", r.test_error)

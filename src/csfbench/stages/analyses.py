@@ -31,9 +31,10 @@ from csfbench.analysis import (category_metrics, decomposition_table, distance_c
                                random_network_check, rank_comparison, rank_gap_selection, score_densities,
                                split_by_correctness)
 from csfbench.atomic import atomic_path, write_json
-from csfbench.csf.store import read_scores, scores_sets
+from csfbench.csf.store import read_scores, scores_sets, set_groups
 from csfbench.data.base import ImageSet
 from csfbench.data.sources import shift_set, source_split
+from csfbench.evaluation import COLUMNS, ID_TEST, SHIFT_SCHEMES, tuning_protocols
 from csfbench.ids import ModelId
 from csfbench.proximity.encoders import build_encoder, embed_timed
 from csfbench.proximity.stratification import write_embeddings
@@ -49,6 +50,16 @@ RANDOM = "random"  # the paradigm of the random-network check (csfbench.stages.t
 KEY = ["model", "paradigm", "csf", "id_set", "ood_set"]
 
 
+#: the pair schemes of the metric rows and the decomposition column holding each one's AUROC (``shiftdetect``
+#: builds the evaluation set of ``newclass``, all of the ID-role set against all of the OOD-role set, and asks a
+#: different question of it: csfbench.metrics.schemes)
+PAIR_AUROC = {"correct_vs_ood": "a_co", "incorrect_vs_ood": "a_io", "newclass": "newclass", "failure": "failure",
+              "failure_pooled": "failure_pooled", "shiftdetect": "newclass"}
+#: the scheme of the false-rejection rows (a statistic of the pair's correct_vs_ood set: csfbench.analysis.frr)
+FRR_SCHEME = "frr_at_q"
+PAIR_SCHEMES = (*PAIR_AUROC, FRR_SCHEME)
+
+
 def pairs_of(sets: dict[str, dict], explicit: list[dict], covariate_x_semantic: bool) -> list[tuple[str, str]]:
     """The (ID-role set, OOD-role set) pairs of one scores file: ``explicit`` entries (``{id, ood}``) whose
     sets the file holds, then, with ``covariate_x_semantic``, the ID test split and every covariate set, each
@@ -59,6 +70,48 @@ def pairs_of(sets: dict[str, dict], explicit: list[dict], covariate_x_semantic: 
         id_roles = ["test"] + sorted(n for n, k in kind.items() if k == "covariate")
         pairs += [(i, o) for i in id_roles for o in sorted(n for n, k in kind.items() if k == "semantic")]
     return list(dict.fromkeys(pairs))
+
+
+def pair_schemes(explicit: list[dict]) -> dict[tuple[str, str], list[str]]:
+    """{(ID-role set, OOD-role set): schemes} of the explicit pairs that name their own ``schemes``; every other
+    pair takes ``default`` (``analyses.schemes``)."""
+    return {(p["id"], p["ood"]): p["schemes"] for p in explicit if p.get("schemes") is not None}
+
+
+def pair_metric_rows(source: str, cells: pd.DataFrame, frr: pd.DataFrame, sets: dict[str, dict], settings: dict,
+                     protocols: dict) -> pd.DataFrame:
+    """The metric rows (:data:`csfbench.evaluation.COLUMNS`) of one model's pairs, for the results table.
+
+    Per (CSF, pair of ``cells``, the decomposition table) and scheme of the pair (:func:`pair_schemes`): metric
+    ``auroc`` with the value of :data:`PAIR_AUROC`'s column (ID-role side positive), or for ``frr_at_q`` the false
+    rejection of the pair in ``frr`` (metric ``frr_q{q}``, a fraction, lower is better; semantic OOD-role sets
+    only).  ``dataset`` is the OOD-role set and ``id_set`` the ID-role set.  Where the ID test split plays the ID
+    role, the schemes the CSF stage already writes for it (:data:`csfbench.evaluation.SHIFT_SCHEMES`) are left
+    out, and so is an undefined (NaN) value.  ``sets``: :func:`csfbench.csf.store.scores_sets` of the model's
+    scores file (shift type, regime and group keys of each set); ``protocols``:
+    :func:`csfbench.evaluation.tuning_protocols` of its metric rows.
+    """
+    own = pair_schemes(settings["pairs"])
+    metric = f"frr_q{settings['frr_quantile']:g}"
+    rejection = {(r.csf, r.set, r.semantic_set): r.frr for r in frr.itertuples()} if len(frr) else {}
+    rows = []
+    for cell in cells.to_dict("records"):
+        model = ModelId.parse(cell["model"])
+        pair = (cell["id_set"], cell["ood_set"])
+        ood = sets[cell["ood_set"]]
+        base = {"source": source, "backbone": model.backbone, "paradigm": model.paradigm, "dropout": model.dropout,
+                "reward": model.reward, "run": model.run, "mcd": False, "csf": cell["csf"], "variant": "none",
+                "tuning_protocol": protocols.get((False, cell["csf"], "none")), "dataset": cell["ood_set"],
+                "id_set": cell["id_set"], "shift_type": ood["shift_type"], "regime": ood["regime"],
+                **set_groups(ood), "split": "test"}
+        for scheme in own.get(pair, settings["schemes"]):
+            if cell["id_set"] == ID_TEST and scheme in SHIFT_SCHEMES:
+                continue
+            value = cell[PAIR_AUROC[scheme]] if scheme in PAIR_AUROC else rejection.get((cell["csf"], *pair), np.nan)
+            if not np.isnan(value):
+                rows.append({**base, "scheme": scheme, "metric": "auroc" if scheme in PAIR_AUROC else metric,
+                             "value": float(value)})
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def _variants(scores: dict, csfs: list[str] | None) -> dict[str, np.ndarray]:
@@ -278,27 +331,33 @@ def pair_rankings(table: pd.DataFrame, alpha: float, source: str) -> dict:
         return {"status": "skipped", "analysis": analysis, "reason": str(err)}
 
 
-def write_analyses(source: str, scores_files: list[str | Path], settings: dict, alpha: float, outputs: dict,
-                   embeddings_files: list[str | Path] | None = None, images: dict[str, ImageSet] | None = None
-                   ) -> None:
+def write_analyses(source: str, scores_files: list[str | Path], metrics_files: list[str | Path], settings: dict,
+                   alpha: float, outputs: dict, embeddings_files: list[str | Path] | None = None,
+                   images: dict[str, ImageSet] | None = None) -> None:
     """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and a figure
-    per analysis.  ``outputs``: decomposition, pair_grid, conditional, frr, random_check, distance,
+    per analysis, and the pairs' metric rows (:func:`pair_metric_rows`, parquet ``pair_metrics``) for the
+    results table.  ``metrics_files``: the metric rows of the scores files, in their order (the tuning
+    protocols are copied).  ``outputs``: decomposition, pair_grid, conditional, frr, random_check, distance,
     distance_overlap, ranks, gallery, categories, rankings_table (CSV paths), rankings (JSON) and the figures'
     PNG/PDF pairs png/pdf (pair grid and random check), decomposition_*, conditional_*, frr_*, rankings_*,
     distance_*, scores_*, gallery_*; ``embeddings_files``: the source's encoder embeddings, the proximity
     stage's and, where the source has covariate sets, :func:`embed_covariate_sets`' (None or empty: no distance
     analysis, its table is empty and its figure says why); ``images``: the ID test split's and
     the semantic sets' images, in the scores' order, for the rank-gap gallery (None or empty: no gallery)."""
-    decomposition, frr, random_rows = [], [], []
-    for path in scores_files:
+    decomposition, frr, random_rows, metric_rows = [], [], [], []
+    for path, metrics_file in zip(scores_files, metrics_files, strict=True):
         table, rejected, random = model_cells(path, settings)
         decomposition.append(table)
         frr.append(rejected)
+        metric_rows.append(pair_metric_rows(source, table, rejected, scores_sets(path), settings,
+                                            tuning_protocols([metrics_file])))
         if random:
             model = str(table["model"].iloc[0]) if len(table) else Path(path).parent.name
             random_rows.append(random_network_check(random["id"], random["shift"]).assign(model=model))
         log.info("%s: %d cells, identities hold", path, len(table))
     cells = pd.concat(decomposition, ignore_index=True)
+    with atomic_path(outputs["pair_metrics"]) as tmp:
+        pd.concat(metric_rows, ignore_index=True).to_parquet(tmp, index=False)
     grid = report.pair_grid(cells[cells["paradigm"] != RANDOM], settings["reference_csf"])
     random_check = pd.concat(random_rows, ignore_index=True) if random_rows else report.empty_random_check()
     trained = cells[cells["paradigm"] != RANDOM]

@@ -20,9 +20,9 @@ from csfbench.csf import class_conformity as conformity
 from csfbench.csf.distance_scores import maha_fit
 from csfbench.csf.feature_shaping import react_fit
 from csfbench.csf.logit_scores import softmax
-from csfbench.csf.store import read_scores, scores_sets
+from csfbench.csf.store import read_scores, scores_sets, set_groups
 from csfbench.errors import ConfigError
-from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, conformal_rows
+from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, conformal_rows, tuning_protocols
 from csfbench.features.store import read_features, run_attrs, validate_feature_file
 from csfbench.metrics.conformal import band_roc, read_band
 from csfbench.metrics.prediction_sets import evaluate_prediction_sets
@@ -55,10 +55,7 @@ def conformal_metrics(spec: ModelSpec, scores_files: list[str | Path], metrics_f
     """
     calibration = settings["calibration"]
     bands = {key: read_band(path, calibration["n_cal"]) for key, path in band_files.items()}
-    protocols = {}
-    for path in metrics_files:
-        rows = pd.read_parquet(path, columns=["mcd", "csf", "variant", "tuning_protocol"]).drop_duplicates()
-        protocols.update({(r.mcd, r.csf, r.variant): r.tuning_protocol for r in rows.itertuples()})
+    protocols = tuning_protocols(metrics_files)
     tables = []
     for path in scores_files:
         sets = scores_sets(path)
@@ -75,7 +72,7 @@ def conformal_metrics(spec: ModelSpec, scores_files: list[str | Path], metrics_f
             eval_set = EvalSet(name, str(attrs["shift_type"]), str(attrs["regime"]))
             scores = {mode: data["scores"] for mode, data in shifted.items()}
             tables.append(conformal_rows(spec, eval_set, cal, scores, bands, tuple(settings["tpr"]),
-                                         calibration["split"], protocols))
+                                         calibration["split"], protocols, set_groups(attrs)))
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=COLUMNS + CONFORMAL_COLUMNS)
     with atomic_path(out) as tmp:
         table.to_parquet(tmp, index=False)

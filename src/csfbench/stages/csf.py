@@ -99,8 +99,9 @@ def write_set_scores(spec: ModelSpec, eval_sets: list[EvalSet], score_set: Calla
     written, rows, reference = {}, [], None
     for eval_set in sorted(eval_sets, key=lambda e: e.name != "test"):
         splits, scores, protocols = score_set(eval_set)
+        groups = {key: value for key, value in eval_set.groups.items() if value is not None}  # HDF5 has no null
         written[eval_set.name] = (scores, splits, {"dataset": eval_set.name, "shift_type": eval_set.shift_type,
-                                                   "regime": eval_set.regime})
+                                                   "regime": eval_set.regime, **groups})
         own = {mode: {"correct": splits[mode].correct, "scores": scores[mode], "protocols": protocols[mode]}
                for mode in scores}
         if eval_set.name == "test":

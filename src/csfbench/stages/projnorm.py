@@ -107,7 +107,8 @@ def projnorm_evaluate(models: list[dict], atc_score: str, out_tables: dict, out_
             frame.to_csv(tmp, index=False, float_format="%.6g")
     source = models[0]["spec"].source
     scatter_plot(per_set, out_figure, f"{source}: predictor vs test error ({len(models)} model(s))")
-    rows = metric_rows({m["spec"].model: m["spec"] for m in models}, per_set, corr, stress)
+    groups = {s["eval_set"].name: s["eval_set"].groups for m in models for s in m["sets"]}
+    rows = metric_rows({m["spec"].model: m["spec"] for m in models}, per_set, corr, stress, groups)
     with atomic_path(out_metrics) as tmp:
         rows.to_parquet(tmp, index=False)
     for row in corr.itertuples():
