@@ -38,7 +38,9 @@ SHIFT_SCHEMES = ("correct_vs_ood", "newclass", "failure")
 #: ``id_set`` of the rows whose ID role is the ID test split
 ID_TEST = "test"
 #: attributes of a conformal row (not part of a row's key: the metric name holds method and δ)
-CONFORMAL_COLUMNS = ["delta", "conformal_method", "n_cal", "calibration"]
+CONFORMAL_COLUMNS = ["delta", "conformal_method", "n_cal", "calibration", "n_mc", "band_seed"]
+#: the band method whose rows record its simulation (``n_mc`` draws, ``band_seed``; null for the closed forms)
+SIMULATED_METHOD = "mc_search"
 CONFORMAL_SCHEME = "conformal"
 #: conformal metric name of FPR@TPRβ: the classical metric of the same meaning (OOD = failure = positive)
 FPR_METRIC = {0.95: "fpr95_failure_positive", 0.99: "fpr99_failure_positive"}
@@ -106,14 +108,15 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
 
 def conformal_rows(spec: ModelSpec, eval_set: EvalSet, calibration: dict, scores: dict, bands: dict,
                    tprs: tuple[float, ...], calibration_name: str, protocols: dict,
-                   groups: dict | None = None) -> pd.DataFrame:
+                   groups: dict | None = None, simulation: tuple[int, int] | None = None) -> pd.DataFrame:
     """Conformal rows of one shifted set: per mode and CSF variant, the classical AUROC and FPR@TPRβ of the ID
     calibration confidences against the set's, and their corrections by every band.
 
     ``calibration`` and ``scores``: {mode: {(csf, variant): confidences}} of the calibration samples and of the
     set; ``bands``: {(method, δ): band array for n = the calibration size}; ``protocols``: {(mcd flag, csf,
     variant): tuning protocol} (the classical metric rows' column); ``groups``: the set's group keys (default
-    ``eval_set.groups``; a set read back from a scores file: :func:`csfbench.csf.store.set_groups`).
+    ``eval_set.groups``; a set read back from a scores file: :func:`csfbench.csf.store.set_groups`);
+    ``simulation``: (n_mc, seed) of the ``mc_search`` bands, written to its rows' ``n_mc`` and ``band_seed``.
     """
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime, split="test",
@@ -131,6 +134,8 @@ def conformal_rows(spec: ModelSpec, eval_set: EvalSet, calibration: dict, scores
                     name = "auroc" if key == "auroc" else FPR_METRIC[float(key.split("@")[1])]
                     if number == 0:
                         rows.append({**common, "metric": name, "value": classical, "conformal_method": "none"})
+                    simulated = dict(zip(("n_mc", "band_seed"), simulation)) if (
+                        simulation is not None and method == SIMULATED_METHOD) else {}
                     rows.append({**common, "metric": conformal_metric(name, method, delta), "value": conformal,
-                                 "conformal_method": method, "delta": delta})
+                                 "conformal_method": method, "delta": delta, **simulated})
     return pd.DataFrame(rows, columns=COLUMNS + CONFORMAL_COLUMNS)

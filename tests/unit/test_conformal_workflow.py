@@ -63,6 +63,13 @@ def test_conformal_rows_name_their_band_and_bound_the_classical_values():
     assert rows.loc[rows["conformal_method"] == "none", "delta"].isna().all()
     assert set(rows["n_cal"]) == {50} and set(rows["scheme"]) == {"conformal"}
     assert dict(zip(rows["csf"], rows["tuning_protocol"])) == {"MSR": "none", "MLS": "bayes"}
+    assert rows[["n_mc", "band_seed"]].isna().all().all()  # closed-form bands: no simulation
+    simulated = conformal_rows(_spec(), EvalSet("near", "semantic", "near"), cal, shifted,
+                               {**bands, ("mc_search", 0.05): correction_band(50, 0.05, "mc_search", n_mc=200, seed=3)},
+                               (0.95,), "test", protocols, simulation=(200, 3))
+    mc = simulated["conformal_method"] == "mc_search"
+    assert mc.any() and (simulated.loc[mc, "n_mc"] == 200).all() and (simulated.loc[mc, "band_seed"] == 3).all()
+    assert simulated.loc[~mc, ["n_mc", "band_seed"]].isna().all().all()
     values = rows.set_index(["csf", "metric"])["value"]
     for csf in ("MSR", "MLS"):
         for m, d in bands:

@@ -33,7 +33,7 @@ GROUP_TYPES = {"corruption": pa.string(), "severity": pa.int64(), "rendition": p
 ROLE_TYPES = {"id_set": pa.string()}
 #: Arrow types of the conformal attribute columns, null where a metric file has none of them
 CONFORMAL_TYPES = {"delta": pa.float64(), "conformal_method": pa.string(), "n_cal": pa.int64(),
-                   "calibration": pa.string()}
+                   "calibration": pa.string(), "n_mc": pa.int64(), "band_seed": pa.int64()}
 
 
 def read_columns(paths: list[str | Path], columns: list[str], what: str, reader=pd.read_parquet) -> pd.DataFrame:

@@ -72,7 +72,8 @@ def conformal_metrics(spec: ModelSpec, scores_files: list[str | Path], metrics_f
             eval_set = EvalSet(name, str(attrs["shift_type"]), str(attrs["regime"]))
             scores = {mode: data["scores"] for mode, data in shifted.items()}
             tables.append(conformal_rows(spec, eval_set, cal, scores, bands, tuple(settings["tpr"]),
-                                         calibration["split"], protocols, set_groups(attrs)))
+                                         calibration["split"], protocols, set_groups(attrs),
+                                         (settings["n_mc"], settings["seed"])))
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=COLUMNS + CONFORMAL_COLUMNS)
     with atomic_path(out) as tmp:
         table.to_parquet(tmp, index=False)
