@@ -6,9 +6,9 @@ Which schemes apply (Claros-Olivares & Brockmeier, §4.1; Yang et al., ICLR 2024
 - ``correct_vs_ood``, ``newclass`` and ``failure`` for every shifted set against the ID test set.
 
 MC-dropout variants are judged against the MC-mean prediction's correctness (``mcd`` = True rows).
-The column ``id_set`` names the set in the ID role of a row: ``test`` (the ID test split) for the rows of a
-shifted set, the calibration split for conformal rows, the pair's ID-role set for the pair analyses' rows
-(:mod:`csfbench.stages.analyses`); null for the ID splits' own ``misclf`` rows.
+The column ``id_set`` names the set in the ID role of a row: ``test`` (the ID test split) for the OOD schemes of
+a shifted set, the calibration split for conformal rows, the pair's ID-role set for the pair analyses' rows
+(:mod:`csfbench.stages.analyses`); null for the ``misclf`` rows, which judge a set on its own.
 The columns :data:`GROUP_COLUMNS` (``corruption``, ``severity``, ``rendition``) carry the set's group keys, null
 where the set has none, so results can be grouped by corruption, severity and rendition.
 Metrics undefined for a set (e.g. AUROC when nothing fails) are omitted by
@@ -87,7 +87,6 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
         raise ValueError(f"{eval_set.name}: the ID test scores are needed for the {SHIFT_SCHEMES} schemes")
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime,
-                id_set=None if eval_set.shift_type == "id" else ID_TEST,
                 split="val" if eval_set.name == "val" else "test", **eval_set.groups)
     rows = []
     for mode, data in scores.items():
@@ -102,7 +101,8 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
                 for metric, value in evaluate(built).items():
                     rows.append({**base, "mcd": mode == "mcd", "csf": csf, "variant": variant,
                                  "tuning_protocol": protocols.get((csf, variant)), "scheme": scheme,
-                                 "metric": metric, "value": float(value)})
+                                 "id_set": None if scheme == "misclf" else ID_TEST, "metric": metric,
+                                 "value": float(value)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -176,6 +176,16 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
         assert set(zip(part["id_set"], part["ood_set"])) == expected, model
     defined = cells.dropna(subset=["a_co", "a_io", "a_ci"])
     assert len(defined) and np.allclose(defined["newclass"], defined["newclass_from_parts"], atol=1e-9)
+    # the pairs' rows in the results table, the ID-role set in `id_set` and the OOD-role set in `dataset`
+    results = pd.read_parquet(workdir / paths.results_table())
+    new = results[results["scheme"].isin(["incorrect_vs_ood", "failure_pooled", "shiftdetect", "frr_at_q"])]
+    assert set(zip(new["id_set"], new["dataset"])) == pairs
+    assert set(results.loc[results["scheme"].isin(["correct_vs_ood", "newclass"]) & results["dataset"].isin(
+        ["near", "noise"]), "id_set"]) == {"test", *covariate}
+    shifted = cells[cells["id_set"] == covariate[0]].set_index(["csf", "ood_set"])["newclass"].dropna()
+    rows = results[(results["id_set"] == covariate[0]) & (results["scheme"] == "newclass")]
+    assert len(shifted) and np.allclose(rows.set_index(["csf", "dataset"])["value"].loc[shifted.index], shifted,
+                                        atol=1e-5)
     assert np.allclose(defined["failure"], defined["failure_from_parts"], atol=1e-9)
     grid_table = pd.read_csv(workdir / paths.analysis_table("pair_grid", "demo10"), index_col=0)
     assert {"test / near", f"{covariate[0]} / noise", "test / near Δ"} <= set(grid_table.columns)
