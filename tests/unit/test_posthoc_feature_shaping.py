@@ -129,3 +129,26 @@ def test_agree_with_pytorch_ood(data):
     dice = ood.DICE(None, w=head.weight, b=head.bias, p=0.7)
     dice.fit_features(torch.tensor(data["train"]), torch.tensor(data["y_train"]))
     agree(ours["DICE"], outlier(dice.predict_features(torch.tensor(data["test"]))), FLOAT32)
+
+
+def test_top_mask_keeps_exactly_k_units_with_ties_broken_by_column():
+    from csfbench.csf.feature_shaping import top_mask
+
+    h = np.array([[0.0, 3.0, 1.0, 3.0, 2.0],    # ties at the 2nd largest value: both 3s, then nothing
+                  [1.0, 1.0, 1.0, 0.0, 1.0],    # four tied 1s for two places: the first two columns
+                  [0.0, 0.0, 0.0, 0.0, 5.0]])   # zeros tied for the second place: column 0
+    assert top_mask(h, 2).tolist() == [[False, True, False, True, False], [True, True, False, False, False],
+                                       [True, False, False, False, True]]
+    rng = np.random.default_rng(0)
+    dense = rng.normal(size=(300, 64))  # no ties: the set of argpartition's k largest
+    for kept in (1, 7, 32, 64):
+        top = np.argpartition(dense, 64 - kept, axis=1)[:, 64 - kept:]
+        expected = np.zeros(dense.shape, dtype=bool)
+        np.put_along_axis(expected, top, True, axis=1)
+        np.testing.assert_array_equal(top_mask(dense, kept), expected)
+    tied = np.maximum(np.round(rng.normal(size=(300, 64)), 1), 0)  # ReLU-like: many zeros and repeats
+    for kept in (1, 7, 40, 64):
+        mask = top_mask(tied, kept)
+        assert (mask.sum(axis=1) == kept).all()
+        np.testing.assert_array_equal(np.sort(np.where(mask, tied, -np.inf), axis=1)[:, -kept:],
+                                      np.sort(tied, axis=1)[:, -kept:])
