@@ -25,8 +25,8 @@ from pathlib import Path
 import yaml
 
 from csfbench.errors import CsfbenchError
-from csfbench.init_scan import (MAX_SIDE, NAME_RULE, SOURCE_FORMATS, STAT_SAMPLES, Found, Scan,
-                                dataset_name, scan)
+from csfbench.init_layouts import STAT_SAMPLES, Found, dataset_name
+from csfbench.init_scan import MAX_SIDE, NAME_RULE, SOURCE_FORMATS, Scan, scan
 from csfbench.settings import schema, validate_config
 
 __all__ = ["NAME_RULE", "build_config", "dataset_name", "default_results", "make_command", "report", "run_init",
