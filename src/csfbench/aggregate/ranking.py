@@ -144,9 +144,7 @@ def _ranked_scheme(table: pd.DataFrame, settings: dict) -> pd.Series:
     conformal = table["metric"].astype(str).str.contains("@", regex=False)
     mask = conformal & (table["scheme"] == CONFORMAL_SCHEME)
     # the classical rows with the ID test split in the ID role (not the pair analyses' other ID-role sets)
-    classical = ~conformal
-    if "id_set" in table.columns:
-        classical &= table["id_set"].isna() | (table["id_set"] == ID_TEST)
+    classical = ~conformal & (table["id_set"].isna() | (table["id_set"] == ID_TEST))
     for shift_type, scheme in settings["schemes"].items():
         mask |= classical & (table["shift_type"] == shift_type) & (table["scheme"] == scheme)
     return mask

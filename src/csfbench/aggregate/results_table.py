@@ -26,11 +26,9 @@ from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, GROUP_COLUMNS
 from csfbench.proximity.regimes import REGIMES
 
 KEYS = [c for c in COLUMNS if c != "value" and c not in GROUP_COLUMNS]
-#: Arrow types of the group columns (attributes of the dataset, not keys), null where a metric file written before
-#: they existed has none of them
-GROUP_TYPES = {"corruption": pa.string(), "severity": pa.int64(), "rendition": pa.string()}
-#: Arrow type of the ID-role column, null in a metric file written before it existed
-ROLE_TYPES = {"id_set": pa.string()}
+#: Arrow types of the metric-row columns added after the first metric files were written (the group columns,
+#: attributes of the dataset, and the ID-role set): null in a file that predates them
+ADDED_TYPES = {"corruption": pa.string(), "severity": pa.int64(), "rendition": pa.string(), "id_set": pa.string()}
 #: Arrow types of the conformal attribute columns, null where a metric file has none of them
 CONFORMAL_TYPES = {"delta": pa.float64(), "conformal_method": pa.string(), "n_cal": pa.int64(),
                    "calibration": pa.string(), "n_mc": pa.int64(), "band_seed": pa.int64()}
@@ -65,11 +63,11 @@ def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = N
     tables = []
     for path in paths:
         part = pq.read_table(path)
-        missing = [c for c in COLUMNS if c not in part.column_names and c not in GROUP_TYPES and c not in ROLE_TYPES]
+        missing = [c for c in COLUMNS if c not in part.column_names and c not in ADDED_TYPES]
         if missing:
             raise ValueError(f"{path}: metric file lacks the columns {missing}")
         part = part.select([c for c in COLUMNS + CONFORMAL_COLUMNS if c in part.column_names])
-        for column, kind in {**GROUP_TYPES, **ROLE_TYPES, **CONFORMAL_TYPES}.items():
+        for column, kind in {**ADDED_TYPES, **CONFORMAL_TYPES}.items():
             present = column in part.column_names
             values = part.column(column).cast(kind) if present else pa.nulls(part.num_rows, kind)
             part = part.set_column(part.column_names.index(column), column, values) if present else \
