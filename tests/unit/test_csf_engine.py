@@ -251,12 +251,18 @@ def test_mismatched_dimensions_and_empty_splits_are_clear_errors():
         fit_mode("none", splits["train"], empty, ctx, FIXED_TUNING)
 
 
+#: the detectors whose head runs in float32 on float32 features
+FLOAT32_HEAD = ("ReAct", "ASH-S", "ASH-B", "ASH-P", "SCALE", "DICE")
+
+
 @pytest.mark.parametrize("group", GROUPS)
+
 def test_float32_features_as_stored_give_the_float64_scores(group):
     """The engine holds features in their storage precision, float32 (``inputs.load_splits``); every
     variant must score them as it scores the same values held as float64 (arithmetic in float64,
     apart from the documented float32 products of NNGuide, pNML and ViM/Residual, which round the
-    same values either way)."""
+    same values either way).  The feature-shaping detectors apply the head in the features' own
+    precision (feature_shaping._head_energy): float32 rounding there, so 1e-6."""
     splits, ctx = make_splits()
     stored = {name: dataclasses.replace(s, features=s.features.astype(np.float32)) for name, s in splits.items()}
     widened = {name: dataclasses.replace(s, features=s.features.astype(np.float64)) for name, s in stored.items()}
@@ -265,7 +271,8 @@ def test_float32_features_as_stored_give_the_float64_scores(group):
     for name in from64:
         for key, expected in from64[name].items():
             assert from32[name][key].dtype == np.float64, key
-            np.testing.assert_allclose(from32[name][key], expected, rtol=1e-9, atol=1e-12, err_msg=f"{name} {key}")
+            rtol = 1e-6 if key[0] in FLOAT32_HEAD else 1e-9
+            np.testing.assert_allclose(from32[name][key], expected, rtol=rtol, atol=1e-12, err_msg=f"{name} {key}")
 
 
 def test_a_fit_file_of_another_format_is_refused_with_what_to_do(tmp_path):

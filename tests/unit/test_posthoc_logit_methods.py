@@ -37,7 +37,7 @@ def test_msp_and_ebo_at_t1_by_hand():
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7, 1000.0])
 def test_max_softmax_is_msr_of_softmax_bit_for_bit(data, temperature):
-    # rows far below the block's maximum take their own shift (the underflow path) in both
+    # a row far below the others, with terms under the exponential's floor (logit_scores.LOG_FLOOR)
     z = np.vstack([data["z_test"], [[-900.0, -905.0, *[-1000.0] * (data["z_test"].shape[1] - 2)]]])
     np.testing.assert_array_equal(max_softmax(z, temperature), msr(softmax(z, temperature)))
     np.testing.assert_array_equal(max_softmax(z.astype(np.float32), temperature),

@@ -82,8 +82,8 @@ def klm_fit(logits: np.ndarray) -> dict[str, np.ndarray]:
 def klm_score(state: dict[str, np.ndarray], logits: np.ndarray) -> np.ndarray:
     """KLM confidence ``−min_k KL(p ‖ d_k) = max_k Σ_c p_c log d_kc − Σ_c p_c log p_c``, nats, <= 0.
 
-    With e = exp(z − s) (the shifts s of :func:`~csfbench.csf.logit_scores.softmax`: the block's
-    maximum, or a row's own where that would underflow), S = Σ_c e_c and LSE = s + log S:
+    With e = exp(z − s) (the shifts s of :func:`~csfbench.csf.logit_scores.softmax`: each row's
+    maximum), S = Σ_c e_c and LSE = s + log S:
     ``p = e / S`` and ``log p = z − LSE``, so the confidence is ``(max_k e · log d_k − e · z) / S + LSE``:
     one exponential per entry, no normalised probabilities, and a probability that underflows to 0
     contributes 0 to Σ p log p.  Row blocks run on several threads."""

@@ -43,8 +43,10 @@ Hyper-parameter grids: ICONIC-444 (Krumpl, Avenhaus & Possegger, arXiv 2601.1080
 percent, as :data:`REACT_GRID`, :data:`ASH_GRID` (ASH-S, ASH-B; also used for ASH-P, which ICONIC-444
 does not evaluate), :data:`SCALE_GRID` and :data:`DICE_GRID`.
 
-Shapes: ``features`` N×D (float32 or float64; shaping and the head run in float64, in row blocks on
-several threads, :func:`csfbench.csf.blocks.map_row_blocks`), ``head_weight`` C×D, ``head_bias`` (C,).
+Shapes: ``features`` N×D (float32 or float64), ``head_weight`` C×D, ``head_bias`` (C,).  The shaping and
+the head run in row blocks on several threads (:func:`csfbench.csf.blocks.map_row_blocks`), in float32
+for float32 features (the precision of the stored features and of the network's own head, and the one
+pytorch-ood computes in) and in float64 otherwise; sums, factors and the energy are float64.
 """
 from __future__ import annotations
 
@@ -81,17 +83,23 @@ def _check_percentile(percentile: float) -> float:
 
 def _head_energy(features: np.ndarray, head_weight: np.ndarray, head_bias: np.ndarray,
                  shape: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
-    """``energy(shape(h) Wᵀ + b)``: ``shape`` maps a float64 n×D block (which it may overwrite) to
-    the shaped block; None applies the head to h itself."""
+    """``energy(shape(h) Wᵀ + b)``: ``shape`` maps an n×D block of the working precision (which it may
+    overwrite) to the shaped block of that precision; None applies the head to h itself.
+
+    The working precision is float32 for float32 features and float64 otherwise: the shaping and the
+    head run in the precision the network's own head ran in (and pytorch-ood runs them in), half the
+    work of float64 (docs/benchmarks.md); the energy is taken in float64 either way.
+    """
     features = _features(features)
-    weight_t = np.asarray(head_weight, dtype=np.float64).T
-    bias = np.asarray(head_bias, dtype=np.float64)
+    dtype = np.float32 if features.dtype == np.float32 else np.float64
+    weight_t = np.asarray(head_weight, dtype=dtype).T
+    bias = np.asarray(head_bias, dtype=dtype)
     if weight_t.shape[0] != features.shape[1] or bias.shape != (weight_t.shape[1],):
         raise ValueError(f"head W {weight_t.T.shape}, b {bias.shape} do not fit {features.shape[1]}-d features")
-    logits = np.empty((len(features), weight_t.shape[1]))
+    logits = np.empty((len(features), weight_t.shape[1]), dtype)
 
     def block(rows: slice) -> None:
-        h = features[rows].astype(np.float64)
+        h = features[rows].astype(dtype)
         np.matmul(h if shape is None else shape(h), weight_t, out=logits[rows])
         logits[rows] += bias
 
@@ -171,18 +179,19 @@ def top_mask(h: np.ndarray, kept: int) -> np.ndarray:
 
 
 def _shaper(rule: str, dim: int, percentile: float) -> Callable[[np.ndarray], np.ndarray]:
-    """The shaping of one float64 block by ``rule`` (ASH's ``p``, ``b``, ``s`` or ``scale``)."""
+    """The shaping of one block by ``rule`` (ASH's ``p``, ``b``, ``s`` or ``scale``), in the block's own
+    precision; the sums s1 and s2 and the factor exp(s1/s2) are taken in float64."""
     kept = _kept_count(dim, percentile)
 
     def shape(h: np.ndarray) -> np.ndarray:
         mask = top_mask(h, kept)
-        total = h.sum(axis=1)
+        total = h.sum(axis=1, dtype=np.float64)
         if rule == "b":
-            return mask * (total / kept)[:, None]
+            return np.multiply(mask, (total / kept)[:, None], out=h)
         pruned = np.multiply(h, mask, out=h) if rule in ("p", "s") else h * mask
         if rule == "p":
             return pruned
-        kept_sum = pruned.sum(axis=1)
+        kept_sum = pruned.sum(axis=1, dtype=np.float64)
         ratio = np.divide(total, kept_sum, out=np.zeros_like(total), where=kept_sum != 0)
         return np.multiply(pruned if rule == "s" else h, np.exp(ratio)[:, None], out=h)
 

@@ -65,33 +65,36 @@ def row_max(x: np.ndarray) -> np.ndarray:
     return out
 
 
-#: a row whose exponentials under the block's shift sum to less than this is recomputed with its own
-#: maximum: its largest terms would otherwise come close to the subnormal range (below e^-708)
-UNDERFLOW_SUM = 1e-250
+#: terms whose shifted log is below this are set to 0 without taking the exponential: glibc's ``exp``
+#: takes a slow path (about 4× the time) for results in and below float64's subnormal range (from
+#: e^-708), which widely spread logits (ASH-S and SCALE scale whole rows) reach for most entries.  Such
+#: a term is below e^-700 ≈ 1e-304 of its row's largest (which is 1), far below the rounding of any
+#: sum, probability or score built from it.
+LOG_FLOOR = -700.0
 
 
 def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``exp(z / T - c_i)`` of a block into ``out`` (float64); returns the shifts ``c`` (in units of z/T)
-    and the row sums of ``out``, both (n,) float64.
+    """``exp(z / T - m_i)`` of a block into ``out`` (float64), with ``m_i`` the row's maximum of z/T;
+    returns the shifts ``m`` (in units of z/T) and the row sums of ``out`` (>= 1), both (n,) float64.
 
-    ``c_i`` is the block's maximum of z/T (a scalar shift is one vectorised pass; a per-row maximum
-    costs a row reduction and a row-broadcast subtraction, each slower than ``exp`` itself), except
-    for rows whose sum falls below :data:`UNDERFLOW_SUM` (a row far below the block's maximum), which
-    are redone with their own maximum.  Every row then sums to at least e^-575 (or 1 with its own
-    maximum) and no term overflows, so the shift changes nothing but the rounding.
+    Every row's largest term is exactly 1, so no term overflows and no sum underflows whatever the
+    spread between rows; the row maxima come from :func:`row_max` (one pass, cheaper than ``exp``).
+    Terms below e^:data:`LOG_FLOOR` are set to 0 (only blocks that have such terms pay for the mask).
     """
-    np.multiply(z, 1.0 / temperature, out=out, dtype=np.float64)
-    shifts = np.full(len(out), out.max())
-    out -= shifts[0]
+    if temperature == 1.0:
+        shifts = row_max(z)
+        np.subtract(z, shifts[:, None], out=out, dtype=np.float64)
+    else:
+        np.multiply(z, 1.0 / temperature, out=out, dtype=np.float64)
+        shifts = row_max(out)
+        out -= shifts[:, None]
+    below = out < LOG_FLOOR if out.size and out.min() < LOG_FLOOR else None
+    if below is not None:
+        np.maximum(out, LOG_FLOOR, out=out)
     np.exp(out, out=out)
+    if below is not None:
+        np.putmask(out, below, 0.0)
     sums = out @ np.ones(out.shape[1])  # BLAS gemv: row sums in one pass
-    low = np.flatnonzero(sums < UNDERFLOW_SUM)
-    if len(low):
-        rows = np.multiply(z[low], 1.0 / temperature, dtype=np.float64)
-        shifts[low] = rows.max(axis=1)
-        rows -= shifts[low, None]
-        out[low] = np.exp(rows)
-        sums[low] = out[low].sum(axis=1)
     return shifts, sums
 
 
@@ -118,11 +121,11 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
 
 def max_softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """``max_k softmax(z / T)_k`` of N×C logits, (N,) in [1/C, 1]: equal to ``msr(softmax(z, T))``
-    bit for bit (the largest shifted exponential over its row sum), without normalising every entry."""
+    bit for bit (the largest shifted exponential is exactly 1, so both are the reciprocal of the row
+    sum), without normalising every entry."""
     def block(z, out):
-        e = np.empty(z.shape)
-        _, sums = _shifted_exp(z, temperature, e)
-        np.multiply(row_max(e), np.reciprocal(sums, out=sums), out=out)  # as softmax rounds it
+        _, sums = _shifted_exp(z, temperature, np.empty(z.shape))
+        np.reciprocal(sums, out=out)
 
     return _row_map(block, _matrix(logits), None)
 
