@@ -54,7 +54,7 @@ from csfbench.grid import eval_datasets, eval_set_spec, model_ids
 from csfbench.settings import load_config
 from csfbench.csf.engine import EXPECTED
 from csfbench.csf.registry import variants_for
-from csfbench.evaluation import COLUMNS, GROUP_COLUMNS, ID_TEST, schemes_for
+from csfbench.evaluation import COLUMNS, GROUP_COLUMNS, id_role, schemes_for
 from csfbench.metrics import DEFAULT_METRICS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,9 +108,8 @@ def model_rows(config: dict, source: str, model, rng: np.random.Generator) -> pd
             "shift_type": np.tile([c[0].shift_type for c in cells], n_var),
             "regime": np.tile([c[0].regime for c in cells], n_var),
             "scheme": np.tile([c[1] for c in cells], n_var),
-            # as csfbench.evaluation.metric_rows writes them: the ID test split in the ID role of the OOD schemes,
-            # the set's group keys
-            "id_set": np.tile([None if c[1] == "misclf" else ID_TEST for c in cells], n_var),
+            # as csfbench.evaluation.metric_rows writes them: the set in the ID role, the set's group keys
+            "id_set": np.tile([id_role(c[1]) for c in cells], n_var),
             **{key: np.tile([c[0].groups[key] for c in cells], n_var) for key in GROUP_COLUMNS},
             "split": np.tile(["val" if c[0].name == "val" else "test" for c in cells], n_var),
             "metric": np.tile([c[2] for c in cells], n_var),

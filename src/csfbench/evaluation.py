@@ -74,6 +74,12 @@ def schemes_for(eval_set: EvalSet) -> tuple[str, ...]:
     return SHIFT_SCHEMES
 
 
+def id_role(scheme: str) -> str | None:
+    """The set in the ID role of a row of :func:`metric_rows` under ``scheme``: the ID test split for the OOD
+    schemes, None for ``misclf``, which judges a set on its own."""
+    return None if scheme == "misclf" else ID_TEST
+
+
 def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dict | None) -> pd.DataFrame:
     """Rows for every mode/CSF/variant/scheme/metric of one scores file.
 
@@ -101,7 +107,7 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
                 for metric, value in evaluate(built).items():
                     rows.append({**base, "mcd": mode == "mcd", "csf": csf, "variant": variant,
                                  "tuning_protocol": protocols.get((csf, variant)), "scheme": scheme,
-                                 "id_set": None if scheme == "misclf" else ID_TEST, "metric": metric,
+                                 "id_set": id_role(scheme), "metric": metric,
                                  "value": float(value)})
     return pd.DataFrame(rows, columns=COLUMNS)
 

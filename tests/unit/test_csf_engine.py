@@ -256,7 +256,6 @@ FLOAT32_HEAD = ("ReAct", "ASH-S", "ASH-B", "ASH-P", "SCALE", "DICE")
 
 
 @pytest.mark.parametrize("group", GROUPS)
-
 def test_float32_features_as_stored_give_the_float64_scores(group):
     """The engine holds features in their storage precision, float32 (``inputs.load_splits``); every
     variant must score them as it scores the same values held as float64 (arithmetic in float64,

@@ -88,12 +88,9 @@ def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np
         np.multiply(z, 1.0 / temperature, out=out, dtype=np.float64)
         shifts = row_max(out)
         out -= shifts[:, None]
-    below = out < LOG_FLOOR if out.size and out.min() < LOG_FLOOR else None
-    if below is not None:
-        np.maximum(out, LOG_FLOOR, out=out)
+    if out.size and out.min() < LOG_FLOOR:
+        np.putmask(out, out < LOG_FLOOR, -np.inf)  # exp(-inf) = 0 takes the fast path
     np.exp(out, out=out)
-    if below is not None:
-        np.putmask(out, below, 0.0)
     sums = out @ np.ones(out.shape[1])  # BLAS gemv: row sums in one pass
     return shifts, sums
 
