@@ -19,6 +19,9 @@ from scipy.stats import spearmanr
 N_TRAIN, N_ID, D, C = 600, 150, 16, 6
 #: tolerance where pytorch-ood computes in float32
 FLOAT32 = 1e-5
+#: tolerance of MSP and of every energy-based score on small logits: their exponentials are float32,
+#: added in float64 (logit_scores._shifted_exp), about 2^-24 (|z/T - m| + 3) relative per term
+FLOAT32_EXP = 1e-6
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:

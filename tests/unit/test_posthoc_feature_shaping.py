@@ -15,7 +15,8 @@ from csfbench.csf.feature_shaping import (ASH_GRID, ASH_VARIANTS, DICE_GRID, REA
                                           dice_fit, dice_score, percentile_of_all, react_fit, react_score,
                                           scale_score)
 
-from tests.helpers.posthoc_data import FLOAT32, agree, gaussian_outputs, outlier, pytorch_ood, separation, torch_head
+from tests.helpers.posthoc_data import (FLOAT32, FLOAT32_EXP, agree, gaussian_outputs, outlier, pytorch_ood, separation,
+                                        torch_head)
 
 
 def _lse(values) -> float:
@@ -33,7 +34,7 @@ def test_react_by_hand():
     assert float(state["threshold"]) == 2.5  # the median of 0..5, over every entry of every row
     bias = np.array([0.0, 0.5, -1.0])
     score = react_score(state, np.array([[1.0, 3.0, 5.0]]), np.eye(3), bias)
-    assert score[0] == pytest.approx(_lse([1.0, 2.5 + 0.5, 2.5 - 1.0]), rel=1e-14)
+    assert score[0] == pytest.approx(_lse([1.0, 2.5 + 0.5, 2.5 - 1.0]), rel=FLOAT32_EXP)
 
 
 @pytest.mark.parametrize("percentile", [0, 37.5, 90, 100])
@@ -57,27 +58,27 @@ SHAPED = {"p": [4.0, 0.0, 3.0, 0.0], "b": [5.0, 0.0, 5.0, 0.0],
 @pytest.mark.parametrize("variant", ASH_VARIANTS)
 def test_ash_by_hand(variant):
     score = ash_score(np.array([H]), np.eye(4), np.array(BIAS), 50, variant)
-    assert score[0] == pytest.approx(_lse([h + b for h, b in zip(SHAPED[variant], BIAS)]), rel=1e-14)
+    assert score[0] == pytest.approx(_lse([h + b for h, b in zip(SHAPED[variant], BIAS)]), rel=FLOAT32_EXP)
 
 
 def test_ash_keeps_d_minus_round_dp_units():
     # p = 65 of D = 4: round(2.6) = 3 pruned, k = 1 kept
     score = ash_score(np.array([H]), np.eye(4), np.zeros(4), 65, "p")
-    assert score[0] == pytest.approx(_lse([4.0, 0.0, 0.0, 0.0]), rel=1e-14)
+    assert score[0] == pytest.approx(_lse([4.0, 0.0, 0.0, 0.0]), rel=FLOAT32_EXP)
     with pytest.raises(ValueError, match="keeps no unit"):
         ash_score(np.array([H]), np.eye(4), np.zeros(4), 100, "p")
 
 
 def test_scale_by_hand():
     score = scale_score(np.array([H]), np.eye(4), np.array(BIAS), 50)
-    assert score[0] == pytest.approx(_lse([h * math.exp(10 / 7) + b for h, b in zip(H, BIAS)]), rel=1e-14)
+    assert score[0] == pytest.approx(_lse([h * math.exp(10 / 7) + b for h, b in zip(H, BIAS)]), rel=FLOAT32_EXP)
 
 
 def test_an_all_zero_row_is_shaped_to_itself():
     bias = np.array(BIAS)
     for score in [scale_score(np.zeros((1, 4)), np.eye(4), bias, 50),
                   *(ash_score(np.zeros((1, 4)), np.eye(4), bias, 50, v) for v in ASH_VARIANTS)]:
-        assert score[0] == pytest.approx(_lse(BIAS), rel=1e-14)
+        assert score[0] == pytest.approx(_lse(BIAS), rel=FLOAT32_EXP)
 
 
 def test_dice_by_hand():
@@ -86,7 +87,7 @@ def test_dice_by_hand():
     state = dice_fit(train, weight, 50)                   # median of {-2, 1, 2, 4} = 1.5: keep 2 and 4
     np.testing.assert_array_equal(state["weight"], [[1.0, 0.0], [2.0, 0.0]])
     score = dice_score(state, np.array([[1.0, 1.0]]), np.array([0.0, -1.0]))
-    assert score[0] == pytest.approx(_lse([1.0, 2.0 - 1.0]), rel=1e-14)
+    assert score[0] == pytest.approx(_lse([1.0, 2.0 - 1.0]), rel=FLOAT32_EXP)
 
 
 def test_grids_are_iconic_table_7():

@@ -7,11 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
 from csfbench.csf.logit_methods import GEN_GRID, ODIN_GRID, gen_grid, odin
-from csfbench.csf.logit_scores import energy, max_softmax, msr, softmax
+from csfbench.csf.logit_scores import LOG_FLOOR_FLOAT32, energy, max_softmax, msr, softmax
 
-from tests.helpers.posthoc_data import agree, gaussian_outputs, outlier, pytorch_ood, separation
+from tests.helpers.posthoc_data import FLOAT32_EXP, agree, gaussian_outputs, outlier, pytorch_ood, separation
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +23,7 @@ def data():
 def test_odin_by_hand():
     z = [1.0, 2.0, 3.0]
     expected = math.exp(0.3) / sum(math.exp(v / 10) for v in z)
-    assert odin(np.array([z]), 10.0)[0] == pytest.approx(expected, rel=1e-14)
+    assert odin(np.array([z]), 10.0)[0] == pytest.approx(expected, rel=FLOAT32_EXP)
     with pytest.raises(ValueError, match="temperature"):
         odin(np.array([z]), 0.0)
 
@@ -31,17 +32,44 @@ def test_msp_and_ebo_at_t1_by_hand():
     z = [1.0, 2.0, 3.0]
     total = sum(math.exp(v) for v in z)
     assert msr(softmax(np.array([z])))[0] == pytest.approx(math.exp(3.0) / total, rel=1e-14)
-    assert max_softmax(np.array([z]))[0] == pytest.approx(math.exp(3.0) / total, rel=1e-14)
-    assert energy(np.array([z]))[0] == pytest.approx(math.log(total), rel=1e-14)
+    assert max_softmax(np.array([z]))[0] == pytest.approx(math.exp(3.0) / total, rel=FLOAT32_EXP)
+    assert energy(np.array([z]))[0] == pytest.approx(math.log(total), rel=FLOAT32_EXP)
+
+
+def test_confident_rows_keep_their_resolution():
+    """1 − MSP of a confident row (about 4 e^-gap here) lies far below float32's 6e-8, where a float32
+    sum would round MSP to 1 for all but the first row: the float64 sums resolve it to float64's
+    1e-16 near 1, and the energy's log-sum above the maximum to a relative 1e-6 (or the float64
+    rounding of the energy itself, 35 ulps of 1)."""
+    gaps = np.array([10.0, 20.0, 30.0, 35.0])
+    z = np.zeros((len(gaps), 5))
+    z[:, 0] = gaps
+    others = 4 * np.exp(-gaps)
+    np.testing.assert_allclose(1.0 - max_softmax(z), others / (1 + others), rtol=FLOAT32_EXP, atol=2e-16)
+    np.testing.assert_allclose(energy(z) - gaps, np.log1p(others), rtol=FLOAT32_EXP, atol=35 * 2.3e-16)
+    assert np.all(np.diff(max_softmax(z)) > 0)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7, 1000.0])
-def test_max_softmax_is_msr_of_softmax_bit_for_bit(data, temperature):
-    # a row far below the others, with terms under the exponential's floor (logit_scores.LOG_FLOOR)
-    z = np.vstack([data["z_test"], [[-900.0, -905.0, *[-1000.0] * (data["z_test"].shape[1] - 2)]]])
-    np.testing.assert_array_equal(max_softmax(z, temperature), msr(softmax(z, temperature)))
-    np.testing.assert_array_equal(max_softmax(z.astype(np.float32), temperature),
-                                  msr(softmax(z.astype(np.float32), temperature)))
+def test_max_softmax_and_energy_against_float64(data, temperature):
+    """MSP = msr(softmax) and the energy = T·logsumexp(z/T) of float64 terms, within the float32
+    terms' error, on float64 and float32 logits; the rows below are beyond float32's range (the float64
+    route), have terms under the float32 floor, and carry NaN (NaN out)."""
+    width = data["z_test"].shape[1]
+    deep = [-900.0, -905.0, *[-1000.0] * (width - 2)]  # terms far under e^LOG_FLOOR_FLOAT32
+    assert deep[0] - deep[-1] > -LOG_FLOOR_FLOAT32
+    huge = [1e39, 1e39 - 1e24, *[0.0] * (width - 2)]
+    z = np.vstack([data["z_test"], deep, huge])
+    for logits in (z[:-1].astype(np.float32), z):
+        reference = msr(softmax(logits.astype(np.float64), temperature))
+        np.testing.assert_allclose(max_softmax(logits, temperature), reference, rtol=FLOAT32_EXP)
+        lse = temperature * logsumexp(logits.astype(np.float64) / temperature, axis=1)
+        np.testing.assert_allclose(energy(logits, temperature), lse, rtol=FLOAT32_EXP)
+    assert max_softmax(z[-1:], temperature) == msr(softmax(z[-1:], temperature))
+    with_nan = z[:3].copy()
+    with_nan[1, 2] = np.nan
+    assert np.isnan(max_softmax(with_nan, temperature)).tolist() == [False, True, False]
+    assert np.isnan(energy(with_nan, temperature)).tolist() == [False, True, False]
 
 
 def test_grids():
@@ -63,8 +91,8 @@ def test_agree_with_pytorch_ood(data):
 
     ood = pytorch_ood()
     z = torch.tensor(data["z_test"])
-    agree(max_softmax(data["z_test"]), outlier(ood.MaxSoftmax(None).predict_logits(z)), 1e-12)
-    agree(energy(data["z_test"]), outlier(ood.EnergyBased(None).predict_logits(z)), 1e-12)
+    agree(max_softmax(data["z_test"]), outlier(ood.MaxSoftmax(None).predict_logits(z)), FLOAT32_EXP)
+    agree(energy(data["z_test"]), outlier(ood.EnergyBased(None).predict_logits(z)), FLOAT32_EXP)
     for t in ODIN_GRID["temperature"]:
         theirs = outlier(ood.ODIN(torch.nn.Identity(), eps=0.0, temperature=t).predict(z))
-        agree(odin(data["z_test"], t), theirs, 1e-12)
+        agree(odin(data["z_test"], t), theirs, FLOAT32_EXP)

@@ -4,7 +4,9 @@ information.
 Shapes: ``logits`` and ``probs`` are N×C (``probs`` rows sum to 1, e.g. ``softmax(logits, T)``);
 MCD ``pass_probs`` are N×T×C.  Every score is a float64 array of shape (N,), oriented as a
 **confidence**: higher = more in-distribution / more likely correct (the entropy-type
-uncertainties and the energy are negated).  Inputs may be float32 or float64; all arithmetic is float64.
+uncertainties and the energy are negated).  Inputs may be float32 or float64; the arithmetic is
+float64, except the exponentials behind MSP and the energy: float32 terms added up in float64
+(:func:`_shifted_exp`).
 Scores are unitless except MLS and Energy, which are in logit units divided by / times T.
 
 The row-wise kernels (softmax, PE, energy) run in row blocks on several threads
@@ -71,16 +73,50 @@ def row_max(x: np.ndarray) -> np.ndarray:
 #: a term is below e^-700 ≈ 1e-304 of its row's largest (which is 1), far below the rounding of any
 #: sum, probability or score built from it.
 LOG_FLOOR = -700.0
+#: the same floor for float32 terms, which are only ever added up in float64: numpy's float32 ``exp``
+#: is 2–3× slower for results below float32's normal range (from e^-87.3), and a term at or below
+#: e^-87 ≈ 1.6e-38 is at most 1.6e-38 of its row's sum, where the float64 sum (at least 1) cannot
+#: see it.  Shifted logits below the floor are raised to it.
+LOG_FLOOR_FLOAT32 = -87.0
 
 
 def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``exp(z / T - m_i)`` of a block into ``out`` (float64), with ``m_i`` the row's maximum of z/T;
-    returns the shifts ``m`` (in units of z/T) and the row sums of ``out`` (>= 1), both (n,) float64.
+    """``exp(z / T - m_i)`` of a block into ``out``, with ``m_i`` the row's maximum of z/T; returns the
+    shifts ``m`` (in units of z/T) and the float64 row sums of ``out`` (>= 1), both (n,) float64.
 
     Every row's largest term is exactly 1, so no term overflows and no sum underflows whatever the
-    spread between rows; the row maxima come from :func:`row_max` (one pass, cheaper than ``exp``).
-    Terms below e^:data:`LOG_FLOOR` are set to 0 (only blocks that have such terms pay for the mask).
+    spread between rows.  ``out``'s dtype chooses the precision of the terms:
+
+    * float64 (probabilities): the shifted logits and their exponentials in float64; the row maxima
+      come from :func:`row_max` (one pass, cheaper than ``exp``); terms below e^:data:`LOG_FLOOR` are
+      set to 0 (only blocks that have such terms pay for the mask).
+    * float32 (kernels that only need the row sums: MSP and the energy): z/T, its row maxima and the
+      shifted logits in float32, and numpy's float32 ``exp``, which is vectorised with AVX2 where its
+      float64 ``exp`` is a scalar loop without AVX-512 (about 1.5 against 6 ns per value on the
+      2-core AVX2 host of docs/benchmarks.md); the sums are float64, so MSP resolves a confident row's
+      1 − MSP to float64's 1e-16 where a float32 sum would round MSP to 1 below 6e-8.  For float32 logits (what
+      networks output and feature files store) at T = 1, a term's relative error is about
+      2^-24 (|d| + 3), d = z − m: at most 3e-6 for the terms the float64 sum can see (d > −37).  Logits
+      given as float64 are rounded to float32 first, and T ≠ 1 rounds z/T, each adding about 2^-24 |z/T|
+      to d's error.  Shifted logits are floored at :data:`LOG_FLOOR_FLOAT32`; a block with a NaN, an
+      infinity or a logit beyond float32's range takes the float64 route.
     """
+    if out.dtype == np.float32:
+        with np.errstate(over="ignore"):  # beyond float32's range: inf, which sends the block to the float64 route
+            np.copyto(out, z, casting="same_kind")
+            if temperature != 1.0:
+                out *= np.float32(1.0 / temperature)
+        shifts = out.max(axis=1)
+        if not np.isfinite(shifts).all():
+            wide = np.empty(out.shape)
+            shifts, sums = _shifted_exp(z, temperature, wide)
+            out[...] = wide
+            return shifts, sums
+        out -= shifts[:, None]
+        if out.size and out.min() < LOG_FLOOR_FLOAT32:
+            np.maximum(out, LOG_FLOOR_FLOAT32, out=out)
+        np.exp(out, out=out)
+        return shifts.astype(np.float64), out @ np.ones(out.shape[1])  # float64 sums
     if temperature == 1.0:
         shifts = row_max(z)
         np.subtract(z, shifts[:, None], out=out, dtype=np.float64)
@@ -117,11 +153,12 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
 
 
 def max_softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """``max_k softmax(z / T)_k`` of N×C logits, (N,) in [1/C, 1]: equal to ``msr(softmax(z, T))``
-    bit for bit (the largest shifted exponential is exactly 1, so both are the reciprocal of the row
-    sum), without normalising every entry."""
+    """``max_k softmax(z / T)_k`` of N×C logits, (N,) in [1/C, 1]: the reciprocal of the row sum of
+    the shifted exponentials (the largest is exactly 1), without normalising every entry; float32
+    terms summed in float64 (:func:`_shifted_exp`), so equal to ``msr(softmax(z, T))`` within a
+    relative 3e-6 for float32 logits, with 1 − MSP resolved to float64's 1e-16."""
     def block(z, out):
-        _, sums = _shifted_exp(z, temperature, np.empty(z.shape))
+        _, sums = _shifted_exp(z, temperature, np.empty(z.shape, np.float32))
         np.reciprocal(sums, out=out)
 
     return _row_map(block, _matrix(logits), None)
@@ -191,7 +228,7 @@ def energy(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     Energy as −T·LSE, higher = more uncertain), in logit units."""
     def block(z, out):
         # the shift form of logsumexp; scipy's general version is slower on N×C rows
-        shifts, sums = _shifted_exp(z, temperature, np.empty(z.shape))
+        shifts, sums = _shifted_exp(z, temperature, np.empty(z.shape, np.float32))
         np.log(sums, out=out)
         out += shifts
         out *= temperature
