@@ -20,8 +20,8 @@ from csfbench.csf import blocks, logit_scores, pnml
 from csfbench.csf.distance_scores import class_means, maha_fit, maha_score, max_cosine
 from csfbench.csf.fdbd import fdbd
 from csfbench.csf.gradnorm import gradnorm
-from csfbench.csf.logit_scores import (EPS, energy, ge, gen, mls, msr, mutual_information, pce, pe, ren,
-                                       row_max, softmax)
+from csfbench.csf.logit_scores import (EPS, energy, ge, gen, max_softmax, mls, msr, mutual_information, pce, pe,
+                                       ren, row_max, softmax)
 from csfbench.csf.nnguide import nnguide_bank, nnguide_score
 from csfbench.csf.pnml import pnml_fit, pnml_score
 from csfbench.csf.subspace_scores import vim_fit, vim_score
@@ -124,6 +124,9 @@ def test_row_max_matches_a_python_loop_on_every_layout():
         row_max(np.zeros((3, 0)))
     with pytest.raises(ValueError, match="N×C"):
         row_max(np.zeros(3))
+    for kernel in (softmax, max_softmax, energy, pe):
+        with pytest.raises(ValueError, match="C >= 1"):
+            kernel(np.zeros((3, 0)))
 
 
 @pytest.mark.parametrize("seed", [0, 1])

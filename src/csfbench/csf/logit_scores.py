@@ -43,6 +43,8 @@ def _row_map(kernel: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray, ou
     leading shape is flattened into rows).  The float64 output has the leading shape of ``x``, plus
     a last axis of ``out_width`` when that is not None."""
     x = np.asarray(x)
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"expected rows of C >= 1 classes, got shape {x.shape}")
     flat = x.reshape(-1, x.shape[-1])
     out = np.empty((len(flat),) if out_width is None else (len(flat), out_width))
     map_row_blocks(lambda rows: kernel(flat[rows], out[rows]), len(flat), flat.shape[1])
