@@ -50,26 +50,39 @@ def test_confident_rows_keep_their_resolution():
     assert np.all(np.diff(max_softmax(z)) > 0)
 
 
-@pytest.mark.parametrize("temperature", [1.0, 0.7, 1000.0])
+@pytest.mark.parametrize("temperature", [1.0, 0.7, 0.3, 1000.0])
 def test_max_softmax_and_energy_against_float64(data, temperature):
     """MSP = msr(softmax) and the energy = T·logsumexp(z/T) of float64 terms, within the float32
-    terms' error, on float64 and float32 logits; the rows below are beyond float32's range (the float64
-    route), have terms under the float32 floor, and carry NaN (NaN out)."""
+    terms' error, on float64 and float32 logits, also far from 0 (for float32 logits the error follows
+    the shifted logits, not the logits); extra rows have terms under the float32 floor, or are beyond
+    float32's range."""
     width = data["z_test"].shape[1]
     deep = [-900.0, -905.0, *[-1000.0] * (width - 2)]  # terms far under e^LOG_FLOOR_FLOAT32
     assert deep[0] - deep[-1] > -LOG_FLOOR_FLOAT32
-    huge = [1e39, 1e39 - 1e24, *[0.0] * (width - 2)]
-    z = np.vstack([data["z_test"], deep, huge])
+    huge = [1e39, 1e39 - 1e24, *[0.0] * (width - 2)]  # beyond float32: the float64 route
+    far = (data["z_test"] + 1e4).astype(np.float32).astype(np.float64)  # float64 logits are rounded to float32
+    z = np.vstack([data["z_test"], far, deep, huge])
     for logits in (z[:-1].astype(np.float32), z):
         reference = msr(softmax(logits.astype(np.float64), temperature))
         np.testing.assert_allclose(max_softmax(logits, temperature), reference, rtol=FLOAT32_EXP)
         lse = temperature * logsumexp(logits.astype(np.float64) / temperature, axis=1)
         np.testing.assert_allclose(energy(logits, temperature), lse, rtol=FLOAT32_EXP)
     assert max_softmax(z[-1:], temperature) == msr(softmax(z[-1:], temperature))
-    with_nan = z[:3].copy()
-    with_nan[1, 2] = np.nan
-    assert np.isnan(max_softmax(with_nan, temperature)).tolist() == [False, True, False]
-    assert np.isnan(energy(with_nan, temperature)).tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize("kernel", [max_softmax, energy])
+def test_a_row_scores_the_same_whatever_its_neighbours(data, kernel):
+    """A NaN row gives NaN, and it or a row beyond float32's range (scored in float64) leaves every
+    other row's score bit for bit as it is alone (and so whatever the row blocks)."""
+    z = data["z_test"][:6].astype(np.float32).astype(np.float64)
+    alone = np.concatenate([kernel(row[None]) for row in z])
+    mixed = z.copy()
+    mixed[1, 2] = np.nan
+    mixed[4] = [1e39, *[0.0] * (z.shape[1] - 1)]
+    scores = kernel(mixed)
+    assert np.isnan(scores).tolist() == [False, True, False, False, False, False]
+    np.testing.assert_array_equal(scores[[0, 2, 3, 5]], alone[[0, 2, 3, 5]])
+    assert scores[4] == kernel(mixed[4:5])[0]
 
 
 def test_grids():

@@ -9,9 +9,10 @@ float64, except the exponentials behind MSP and the energy: float32 terms added 
 (:func:`_shifted_exp`).
 Scores are unitless except MLS and Energy, which are in logit units divided by / times T.
 
-The row-wise kernels (softmax, PE, energy) run in row blocks on several threads
-(:func:`csfbench.csf.blocks.map_row_blocks`), each block converted to float64 by its first ufunc,
-so no N×C float64 copy of the input is made; MSR and MLS take row maxima with :func:`row_max`.
+The row-wise kernels (softmax, MSP, PE, energy) run in row blocks on several threads
+(:func:`csfbench.csf.blocks.map_row_blocks`), each block converted by its first ufunc (to float64,
+or to float32 for MSP and the energy), so no N×C copy of the input is made; MSR and MLS take row
+maxima with :func:`row_max`.
 """
 from __future__ import annotations
 
@@ -92,33 +93,10 @@ def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np
     * float64 (probabilities): the shifted logits and their exponentials in float64; the row maxima
       come from :func:`row_max` (one pass, cheaper than ``exp``); terms below e^:data:`LOG_FLOOR` are
       set to 0 (only blocks that have such terms pay for the mask).
-    * float32 (kernels that only need the row sums: MSP and the energy): z/T, its row maxima and the
-      shifted logits in float32, and numpy's float32 ``exp``, which is vectorised with AVX2 where its
-      float64 ``exp`` is a scalar loop without AVX-512 (about 1.5 against 6 ns per value on the
-      2-core AVX2 host of docs/benchmarks.md); the sums are float64, so MSP resolves a confident row's
-      1 − MSP to float64's 1e-16 where a float32 sum would round MSP to 1 below 6e-8.  For float32 logits (what
-      networks output and feature files store) at T = 1, a term's relative error is about
-      2^-24 (|d| + 3), d = z − m: at most 3e-6 for the terms the float64 sum can see (d > −37).  Logits
-      given as float64 are rounded to float32 first, and T ≠ 1 rounds z/T, each adding about 2^-24 |z/T|
-      to d's error.  Shifted logits are floored at :data:`LOG_FLOOR_FLOAT32`; a block with a NaN, an
-      infinity or a logit beyond float32's range takes the float64 route.
+    * float32 (kernels that only need the row sums: MSP and the energy): :func:`_shifted_exp_float32`.
     """
     if out.dtype == np.float32:
-        with np.errstate(over="ignore"):  # beyond float32's range: inf, which sends the block to the float64 route
-            np.copyto(out, z, casting="same_kind")
-            if temperature != 1.0:
-                out *= np.float32(1.0 / temperature)
-        shifts = out.max(axis=1)
-        if not np.isfinite(shifts).all():
-            wide = np.empty(out.shape)
-            shifts, sums = _shifted_exp(z, temperature, wide)
-            out[...] = wide
-            return shifts, sums
-        out -= shifts[:, None]
-        if out.size and out.min() < LOG_FLOOR_FLOAT32:
-            np.maximum(out, LOG_FLOOR_FLOAT32, out=out)
-        np.exp(out, out=out)
-        return shifts.astype(np.float64), out @ np.ones(out.shape[1])  # float64 sums
+        return _shifted_exp_float32(z, temperature, out)
     if temperature == 1.0:
         shifts = row_max(z)
         np.subtract(z, shifts[:, None], out=out, dtype=np.float64)
@@ -130,6 +108,47 @@ def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np
         np.putmask(out, out < LOG_FLOOR, -np.inf)  # exp(-inf) = 0 takes the fast path
     np.exp(out, out=out)
     sums = out @ np.ones(out.shape[1])  # BLAS gemv: row sums in one pass
+    return shifts, sums
+
+
+def _shifted_exp_float32(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_shifted_exp` with float32 terms (``out`` float32) and float64 shifts and sums.
+
+    The logits are rounded to float32, shifted by their row maximum and divided by T in float32, and
+    exponentiated by numpy's float32 ``exp``, which is vectorised with AVX2 where its float64 ``exp``
+    is a scalar loop without AVX-512 (about 1.5 against 6 ns per value on the 2-core AVX2 host of
+    docs/benchmarks.md).  The sums are float64, so MSP resolves a confident row's 1 − MSP to
+    float64's 1e-16 where a float32 sum would round MSP to 1 below 6e-8.
+
+    Precision, with d = z/T − m a term's shifted logit: for float32 logits (what networks output and
+    feature files store) a term's relative error is about 2^-24 (|d| + 3.5) at T = 1 and
+    2^-24 (3|d| + 3.5) otherwise, at most 2.4e-6 and 7e-6 for the terms the float64 sum can see
+    (d > −37).  Logits given as float64 are rounded to float32 first, which adds about
+    2^-24 (|z/T| + |m|) to d's error: ≤ 1e-5 relative for logits within ±50 at T = 1, where the
+    workflow's logits are float32 already.
+    Shifted logits are floored at :data:`LOG_FLOOR_FLOAT32`.  A row whose float32 maximum is not
+    finite (a NaN, +inf, all −inf, or a logit beyond float32's range) takes the float64 route on its
+    own, so no row's score depends on the rows beside it.
+    """
+    with np.errstate(over="ignore"):  # beyond float32's range: ±inf, and such a row's maximum is not finite
+        np.copyto(out, z, casting="same_kind")
+    maxima = out.max(axis=1)  # numpy's reduction releases the GIL for the other block threads; reduceat does not
+    wide = ~np.isfinite(maxima)
+    if wide.any():
+        out[wide] = maxima[wide] = 0.0  # placeholders: these rows come from the float64 route below
+    with np.errstate(over="ignore"):  # a spread beyond float32's range gives -inf, floored next
+        out -= maxima[:, None]
+        if temperature != 1.0:
+            out *= np.float32(1.0 / temperature)
+    if out.size and out.min() < LOG_FLOOR_FLOAT32:
+        np.maximum(out, LOG_FLOOR_FLOAT32, out=out)
+    np.exp(out, out=out)
+    shifts = maxima.astype(np.float64) / temperature
+    sums = out @ np.ones(out.shape[1])  # float64: BLAS gemv of the widened terms
+    if wide.any():
+        terms = np.empty((np.count_nonzero(wide), out.shape[1]))
+        shifts[wide], sums[wide] = _shifted_exp(z[wide], temperature, terms)
+        out[wide] = terms
     return shifts, sums
 
 
@@ -156,9 +175,9 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
 
 def max_softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """``max_k softmax(z / T)_k`` of N×C logits, (N,) in [1/C, 1]: the reciprocal of the row sum of
-    the shifted exponentials (the largest is exactly 1), without normalising every entry; float32
-    terms summed in float64 (:func:`_shifted_exp`), so equal to ``msr(softmax(z, T))`` within a
-    relative 3e-6 for float32 logits, with 1 − MSP resolved to float64's 1e-16."""
+    the shifted exponentials (the largest is exactly 1), without normalising every entry.  The terms
+    are float32, summed in float64 (:func:`_shifted_exp_float32`): equal to ``msr(softmax(z, T))``
+    within their error (about 1e-6 relative), with 1 − MSP resolved to float64's 1e-16."""
     def block(z, out):
         _, sums = _shifted_exp(z, temperature, np.empty(z.shape, np.float32))
         np.reciprocal(sums, out=out)
@@ -227,7 +246,8 @@ def pce(probs: np.ndarray) -> np.ndarray:
 
 def energy(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """Negative energy ``T * logsumexp(z / T)`` (Liu et al., 2020; the paper's App. A.3.2 defines
-    Energy as −T·LSE, higher = more uncertain), in logit units."""
+    Energy as −T·LSE, higher = more uncertain), in logit units; ``m + T log S`` with S the float64 sum
+    of float32 terms (:func:`_shifted_exp_float32`), so its absolute error is about T·1e-6."""
     def block(z, out):
         # the shift form of logsumexp; scipy's general version is slower on N×C rows
         shifts, sums = _shifted_exp(z, temperature, np.empty(z.shape, np.float32))
