@@ -90,7 +90,7 @@ def test_softmax_and_energy_scores_at_t1_use_unit_temperature_and_declared_alias
     # MSR at T = 1 is MSP and Energy at T = 1 is EBO: declared registry aliases, not silent duplicates
     for a, b in ((("MSR@T1", "none"), ("MSP", "none")), (("Energy@T1", "none"), ("EBO", "none"))):
         assert (a, b) in ALIASES
-        # MSP adds float32 exponentials in float64 (logit_scores._shifted_exp); MSR@T1 reads the float64
+        # MSP adds float32 exponentials in float64 (logit_scores._shifted_exp_sums); MSR@T1 reads the float64
         # probabilities
         np.testing.assert_allclose(scores[a], scores[b], rtol=1e-6)
     assert not np.allclose(scores[("MSR", "none")], scores[("MSR@T1", "none")])

@@ -47,7 +47,7 @@ Shapes: ``features`` N×D (float32 or float64), ``head_weight`` C×D, ``head_bia
 the head run in row blocks on several threads (:func:`csfbench.csf.blocks.map_row_blocks`), in float32
 for float32 features (the precision of the stored features and of the network's own head, and the one
 pytorch-ood computes in) and in float64 otherwise; sums, factors and the energy are float64 (the energy's
-exponentials float32, :func:`csfbench.csf.logit_scores._shifted_exp_float32`).
+exponentials float32, :func:`csfbench.csf.logit_scores._shifted_exp_sums`).
 """
 from __future__ import annotations
 

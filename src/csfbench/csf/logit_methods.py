@@ -4,7 +4,7 @@ Krumpl, Avenhaus & Possegger, arXiv 2601.10802, Table 7).
 
 * **MSP** (Hendrycks & Gimpel, "A Baseline for Detecting Misclassified and Out-of-Distribution Examples
   in Neural Networks", ICLR 2017, arXiv 1610.02136) = ``max_softmax(z)`` (``msr(softmax(z))`` to the
-  precision of its float32 exponentials, :func:`~csfbench.csf.logit_scores._shifted_exp`), and
+  precision of its float32 exponentials, :func:`~csfbench.csf.logit_scores._shifted_exp_sums`), and
   **EBO** (Liu, Wang, Owens & Li, "Energy-based Out-of-distribution Detection", NeurIPS 2020,
   arXiv 2010.03759) = ``energy(z)``, both at T = 1; no hyper-parameter.
 * **ODIN** (Liang, Li & Srikant, "Enhancing The Reliability of Out-of-distribution Image Detection in

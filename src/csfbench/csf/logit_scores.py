@@ -6,7 +6,7 @@ MCD ``pass_probs`` are N×T×C.  Every score is a float64 array of shape (N,), o
 **confidence**: higher = more in-distribution / more likely correct (the entropy-type
 uncertainties and the energy are negated).  Inputs may be float32 or float64; the arithmetic is
 float64, except the exponentials behind MSP and the energy: float32 terms added up in float64
-(:func:`_shifted_exp`).
+(:func:`_shifted_exp_sums`).
 Scores are unitless except MLS and Energy, which are in logit units divided by / times T.
 
 The row-wise kernels (softmax, MSP, PE, energy) run in row blocks on several threads
@@ -84,19 +84,14 @@ LOG_FLOOR_FLOAT32 = -87.0
 
 
 def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``exp(z / T - m_i)`` of a block into ``out``, with ``m_i`` the row's maximum of z/T; returns the
-    shifts ``m`` (in units of z/T) and the float64 row sums of ``out`` (>= 1), both (n,) float64.
+    """``exp(z / T - m_i)`` of a block into ``out`` (float64), with ``m_i`` the row's maximum of z/T;
+    returns the shifts ``m`` (in units of z/T) and the row sums of ``out`` (>= 1), both (n,) float64.
 
     Every row's largest term is exactly 1, so no term overflows and no sum underflows whatever the
-    spread between rows.  ``out``'s dtype chooses the precision of the terms:
-
-    * float64 (probabilities): the shifted logits and their exponentials in float64; the row maxima
-      come from :func:`row_max` (one pass, cheaper than ``exp``); terms below e^:data:`LOG_FLOOR` are
-      set to 0 (only blocks that have such terms pay for the mask).
-    * float32 (kernels that only need the row sums: MSP and the energy): :func:`_shifted_exp_float32`.
+    spread between rows; the row maxima come from :func:`row_max` (one pass, cheaper than ``exp``).
+    Terms below e^:data:`LOG_FLOOR` are set to 0 (only blocks that have such terms pay for the mask).
+    Kernels that need only the row sums take :func:`_shifted_exp_sums`.
     """
-    if out.dtype == np.float32:
-        return _shifted_exp_float32(z, temperature, out)
     if temperature == 1.0:
         shifts = row_max(z)
         np.subtract(z, shifts[:, None], out=out, dtype=np.float64)
@@ -111,8 +106,9 @@ def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np
     return shifts, sums
 
 
-def _shifted_exp_float32(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_shifted_exp` with float32 terms (``out`` float32) and float64 shifts and sums.
+def _shifted_exp_sums(z: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:
+    """The shifts and row sums of :func:`_shifted_exp` for a block of logits, both (n,) float64, from
+    float32 terms (MSP and the energy need no more than the sums).
 
     The logits are rounded to float32, shifted by their row maximum and divided by T in float32, and
     exponentiated by numpy's float32 ``exp``, which is vectorised with AVX2 where its float64 ``exp``
@@ -130,25 +126,26 @@ def _shifted_exp_float32(z: np.ndarray, temperature: float, out: np.ndarray) -> 
     finite (a NaN, +inf, all −inf, or a logit beyond float32's range) takes the float64 route on its
     own, so no row's score depends on the rows beside it.
     """
-    with np.errstate(over="ignore"):  # beyond float32's range: ±inf, and such a row's maximum is not finite
-        np.copyto(out, z, casting="same_kind")
-    maxima = out.max(axis=1)  # numpy's reduction releases the GIL for the other block threads; reduceat does not
-    wide = ~np.isfinite(maxima)
-    if wide.any():
-        out[wide] = maxima[wide] = 0.0  # placeholders: these rows come from the float64 route below
-    with np.errstate(over="ignore"):  # a spread beyond float32's range gives -inf, floored next
-        out -= maxima[:, None]
+    terms = np.empty(z.shape, np.float32)
+    # overflow: a logit beyond float32's range rounds to ±inf (its row's maximum is then not finite), a
+    # spread beyond it to -inf (floored below)
+    with np.errstate(over="ignore"):
+        np.copyto(terms, z, casting="same_kind")
+        maxima = terms.max(axis=1)  # numpy's reduction releases the GIL for the other block threads; reduceat does not
+        wide = ~np.isfinite(maxima)
+        any_wide = wide.any()
+        if any_wide:
+            terms[wide] = maxima[wide] = 0.0  # placeholders: these rows come from the float64 route below
+        terms -= maxima[:, None]
         if temperature != 1.0:
-            out *= np.float32(1.0 / temperature)
-    if out.size and out.min() < LOG_FLOOR_FLOAT32:
-        np.maximum(out, LOG_FLOOR_FLOAT32, out=out)
-    np.exp(out, out=out)
+            terms *= np.float32(1.0 / temperature)
+    if terms.size and terms.min() < LOG_FLOOR_FLOAT32:
+        np.maximum(terms, LOG_FLOOR_FLOAT32, out=terms)
+    np.exp(terms, out=terms)
     shifts = maxima.astype(np.float64) / temperature
-    sums = out @ np.ones(out.shape[1])  # float64: BLAS gemv of the widened terms
-    if wide.any():
-        terms = np.empty((np.count_nonzero(wide), out.shape[1]))
-        shifts[wide], sums[wide] = _shifted_exp(z[wide], temperature, terms)
-        out[wide] = terms
+    sums = terms @ np.ones(terms.shape[1])  # float64: BLAS gemv of the widened terms
+    if any_wide:
+        shifts[wide], sums[wide] = _shifted_exp(z[wide], temperature, np.empty((np.count_nonzero(wide), z.shape[1])))
     return shifts, sums
 
 
@@ -176,10 +173,10 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
 def max_softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """``max_k softmax(z / T)_k`` of N×C logits, (N,) in [1/C, 1]: the reciprocal of the row sum of
     the shifted exponentials (the largest is exactly 1), without normalising every entry.  The terms
-    are float32, summed in float64 (:func:`_shifted_exp_float32`): equal to ``msr(softmax(z, T))``
+    are float32, summed in float64 (:func:`_shifted_exp_sums`): equal to ``msr(softmax(z, T))``
     within their error (about 1e-6 relative), with 1 − MSP resolved to float64's 1e-16."""
     def block(z, out):
-        _, sums = _shifted_exp(z, temperature, np.empty(z.shape, np.float32))
+        _, sums = _shifted_exp_sums(z, temperature)
         np.reciprocal(sums, out=out)
 
     return _row_map(block, _matrix(logits), None)
@@ -247,10 +244,10 @@ def pce(probs: np.ndarray) -> np.ndarray:
 def energy(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """Negative energy ``T * logsumexp(z / T)`` (Liu et al., 2020; the paper's App. A.3.2 defines
     Energy as −T·LSE, higher = more uncertain), in logit units; ``m + T log S`` with S the float64 sum
-    of float32 terms (:func:`_shifted_exp_float32`), so its absolute error is about T·1e-6."""
+    of float32 terms (:func:`_shifted_exp_sums`), so its absolute error is about T·1e-6."""
     def block(z, out):
         # the shift form of logsumexp; scipy's general version is slower on N×C rows
-        shifts, sums = _shifted_exp(z, temperature, np.empty(z.shape, np.float32))
+        shifts, sums = _shifted_exp_sums(z, temperature)
         np.log(sums, out=out)
         out += shifts
         out *= temperature

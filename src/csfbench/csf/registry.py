@@ -269,7 +269,7 @@ BY_NAME = {csf.name: csf for csf in CSFS}
 # MCD-E ("expected") variants: the mean over dropout passes of these per-pass scores (authors' code)
 EXPECTED = ("MSR", "MLS", "PE", "GEN", "REN", "GE", "PCE", "Energy")
 # Pairs of (CSF, variant) score keys of one model that coincide by definition (MSP and MSR@T1 up to MSP's
-# float32 exponentials, logit_scores._shifted_exp), {(a, b): one-line reason};
+# float32 exponentials, logit_scores._shifted_exp_sums), {(a, b): one-line reason};
 # any other two variants must give different confidences (tests/unit/test_csf_aliases.py).  E.g. CTM and
 # CTMmean differ in every variant (head weights w_k vs class means).
 ALIASES: dict[tuple[tuple[str, str], tuple[str, str]], str] = {
