@@ -74,14 +74,23 @@ def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = N
                 part.append_column(column, values)
         tables.append(part.select(COLUMNS + CONFORMAL_COLUMNS).replace_schema_metadata(None))
     table = pa.concat_tables(tables, promote_options="permissive")
+    del tables  # the parts share the concatenation's buffers: the sort's copy below can free them
     if regimes is not None:
         table = apply_regimes(table, regimes)
-    table = table.take(pc.sort_indices(table, sort_keys=[(k, "ascending") for k in KEYS]))
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in KEYS])
+    names, columns = table.column_names, []
+    for _ in names:  # the sorted copy column by column, each released once taken: the table plus one column
+        columns.append(table.column(0).take(order))  # at a time, not two whole tables (several GB at paper scale)
+        table = table.remove_column(0)
+    table = pa.table(columns, names=names)
+    del columns, order
     duplicated = _duplicated_sorted(table)
     if duplicated.any():
         rows = table.take(pa.array(np.flatnonzero(duplicated)[:4])).to_pandas()
         raise ValueError(f"{int(duplicated.sum())} metric rows share their key columns, e.g.\n{rows.to_string()}")
-    frame = table.to_pandas()
+    # column by column, each freed once converted: the frame and the whole table are never held together
+    frame = table.to_pandas(split_blocks=True, self_destruct=True)
+    del table
     frame["severity"] = frame["severity"].astype("Int64")  # stays an integer where other rows have none
     return frame
 
