@@ -90,6 +90,9 @@ def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np
     Every row's largest term is exactly 1, so no term overflows and no sum underflows whatever the
     spread between rows; the row maxima come from :func:`row_max` (one pass, cheaper than ``exp``).
     Terms below e^:data:`LOG_FLOOR` are set to 0 (only blocks that have such terms pay for the mask).
+    The row sums are one BLAS matrix-vector product per block; numpy takes a one-row block's product
+    as a dot product (BLAS ``ddot``), which can round a wide row's sum (e.g. C = 1000) one ulp
+    differently (a per-row ``np.add.reduce`` would not, at 1.3–2× the cost of the product).
     Kernels that need only the row sums take :func:`_shifted_exp_sums`.
     """
     if temperature == 1.0:
@@ -124,7 +127,8 @@ def _shifted_exp_sums(z: np.ndarray, temperature: float) -> tuple[np.ndarray, np
     workflow's logits are float32 already.
     Shifted logits are floored at :data:`LOG_FLOOR_FLOAT32`.  A row whose float32 maximum is not
     finite (a NaN, +inf, all −inf, or a logit beyond float32's range) takes the float64 route on its
-    own, so no row's score depends on the rows beside it.
+    own, so no row's score depends on the rows beside it (up to the one-row blocks of
+    :func:`_shifted_exp`'s row sums).
     """
     terms = np.empty(z.shape, np.float32)
     # overflow: a logit beyond float32's range rounds to ±inf (its row's maximum is then not finite), a
