@@ -77,13 +77,15 @@ def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = N
     del tables  # the parts share the concatenation's buffers: the sort's copy below can free them
     if regimes is not None:
         table = apply_regimes(table, regimes)
+    # the sorted copy column by column, each source column released once taken: the table plus one
+    # column at a time, not two whole tables (several GB at paper scale)
     order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in KEYS])
     names, columns = table.column_names, []
-    for _ in names:  # the sorted copy column by column, each released once taken: the table plus one column
-        columns.append(table.column(0).take(order))  # at a time, not two whole tables (several GB at paper scale)
+    for _ in names:
+        columns.append(table.column(0).take(order))
         table = table.remove_column(0)
     table = pa.table(columns, names=names)
-    del columns, order
+    del columns, order  # the table must hold the only references for to_pandas' self_destruct below
     duplicated = _duplicated_sorted(table)
     if duplicated.any():
         rows = table.take(pa.array(np.flatnonzero(duplicated)[:4])).to_pandas()
