@@ -15,7 +15,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $@
 
+# pip byte-compiles the libraries it installs, but not this editable package: where PYTHONDONTWRITEBYTECODE
+# is set (as on some CI and cluster images) every job would compile the csfbench modules it imports again
+# (0.3-1 s a job).  compileall only rewrites what changed since its last run.
 setup: $(VENV)/.installed
+	$(BIN)/python -m compileall -q src
 
 # the demo ends with its self-contained HTML report; the last line printed is the report's path
 demo: setup

@@ -16,6 +16,7 @@ from sklearn.metrics import roc_auc_score
 
 from csfbench.analysis import IdentityError
 from csfbench.analysis import decomposition as decomposition_module
+from csfbench.proximity import encoders
 from csfbench.report.analyses import pair_ranking_table
 from csfbench.stages import analyses as stage
 
@@ -336,7 +337,8 @@ def test_covariate_embeddings_are_written_for_the_distance_analysis(tmp_path, mo
             return np.arange(len(images) * 2, dtype=np.float64).reshape(len(images), 2)
 
     opened = []
-    monkeypatch.setattr(stage, "build_encoder", lambda cfg, device: Encoder())
+    # the job imports the encoder module when it runs (torch stays out of the stage's other jobs)
+    monkeypatch.setattr(encoders, "build_encoder", lambda cfg, device: Encoder())
     monkeypatch.setattr(stage, "shift_set", lambda spec, shift_type: opened.append((spec, shift_type)) or [0] * spec)
     out = tmp_path / "covariate_embeddings.h5"
     stage.embed_covariate_sets("demo10", {"corrupt-a": 3, "corrupt-b": 2}, {}, 8, out)

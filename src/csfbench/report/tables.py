@@ -19,8 +19,6 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from csfbench.aggregate.ranking import ranking_settings, selected_ranked_rows
-from csfbench.aggregate.selection import higher_is_better
 from csfbench.atomic import atomic_path
 
 DISPLAY_SCALE = {"aurc": 1000.0, "augrc": 1000.0}  # the papers' tables show AURC/AUGRC ×1000
@@ -33,6 +31,11 @@ def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.Dat
     empty where the backbone has no MCD rows). Values are ×1000 for AURC/AUGRC; best = lowest unless
     the metric is higher-is-better. Ties go to the paradigm, then the variant, that sorts first.
     ``ranking``: the config's complete ``ranking`` section (its ``schemes`` choose the ranked rows)."""
+    # imported here, not at the top: the ranking statistics would cost every job that only writes a table
+    # (:func:`write_table`) ~1 s of start-up
+    from csfbench.aggregate.ranking import ranking_settings, selected_ranked_rows
+    from csfbench.aggregate.selection import higher_is_better
+
     settings = ranking_settings(ranking)
     rows = selected_ranked_rows(table, settings, [metric])
     if rows.empty:

@@ -36,14 +36,12 @@ from csfbench.data.base import ImageSet
 from csfbench.data.sources import shift_set, source_split
 from csfbench.evaluation import COLUMNS, ID_TEST, SHIFT_SCHEMES, tuning_protocols
 from csfbench.ids import ModelId
-from csfbench.proximity.encoders import build_encoder, embed_timed
 from csfbench.proximity.stratification import write_embeddings
 from csfbench.report import analyses as report
 from csfbench.report.figures import conover_matrix, plot_conover_heatmap, save_figure
 from csfbench.report.tables import write_table
 from csfbench.specs import DatasetSpec, EvalSet
 from csfbench.stats import StatsInputError, rank_table
-from csfbench.training.loop import resolve_device
 
 log = logging.getLogger(__name__)
 RANDOM = "random"  # the paradigm of the random-network check (csfbench.stages.train.UNTRAINED)
@@ -153,6 +151,11 @@ def embed_covariate_sets(source: str, sets: dict[str, DatasetSpec], encoder_cfg:
     """Job: embed a source's covariate sets (``sets``: name → dataset spec) with the proximity stage's encoder
     (``proximity.encoder``), for the distance-controlled AUROC.  The file holds ``embeddings/{name}`` (N × E
     float32, the sets' sample order) and the attributes ``source``, ``encoder`` and ``sets`` (JSON list)."""
+    # imported here, not at the top: torch would cost the stage's other jobs, which need no network, ~2 s of
+    # start-up
+    from csfbench.proximity.encoders import build_encoder, embed_timed
+    from csfbench.training.loop import resolve_device
+
     encoder = build_encoder(encoder_cfg, resolve_device())
     embeddings = {name: embed_timed(encoder, shift_set(spec, "covariate"), batch_size, f"{source}/{name}")
                   for name, spec in sets.items()}

@@ -26,9 +26,6 @@ from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, conformal_rows, tuni
 from csfbench.features.store import read_features, run_attrs, validate_feature_file
 from csfbench.metrics.conformal import band_roc, read_band
 from csfbench.metrics.prediction_sets import evaluate_prediction_sets
-from csfbench.report import conformal as report
-from csfbench.report.figures import parse_variant, save_figure
-from csfbench.report.tables import write_table
 from csfbench.specs import EvalSet, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -149,6 +146,12 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
     of rule ``conformal_band`` at the first δ — the figure's band (the first method, n = n_cal) and the
     band-width panel's (every method × ``figure.band_sizes``); no band is recomputed here.  ``outputs``:
     png, pdf, table1, table2 paths; the tables are written as CSV with LaTeX twins beside them."""
+    # imported here, not at the top: matplotlib and the ranking statistics would cost each of the stage's
+    # metric and prediction-set jobs, which draw nothing, ~1.3 s of start-up
+    from csfbench.report import conformal as report
+    from csfbench.report.figures import parse_variant, save_figure
+    from csfbench.report.tables import write_table
+
     method, delta = settings["methods"][0], settings["delta"][0]
     calibration = settings["calibration"]
     sizes = settings["figure"]["band_sizes"]

@@ -14,10 +14,7 @@ from csfbench.atomic import atomic_path, write_json
 from csfbench.data.sources import source_split
 from csfbench.models import load_checkpoint
 from csfbench.projnorm.baselines import agree_score
-from csfbench.projnorm.evaluate import correlations, stress_table
 from csfbench.projnorm.finetune import finetune, initial_model, parameter_distance, predict, trained_parameters
-from csfbench.projnorm.plots import scatter_plot
-from csfbench.projnorm.rows import metric_rows
 from csfbench.projnorm.study import model_rows
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.stages.features import eval_images
@@ -99,6 +96,12 @@ def projnorm_evaluate(models: list[dict], atc_score: str, out_tables: dict, out_
     ``models`` items: ``{"spec": ModelSpec, "val": h5, "sets": [{"eval_set": EvalSet, "features", "projnorm"}]}``;
     ``out_tables``: paths for ``per_set``, ``correlations``, ``stress`` and ``stress_mse`` (CSV).
     """
+    # imported here, not at the top: scipy.stats and matplotlib would cost each fine-tune job of the stage
+    # ~1 s of start-up
+    from csfbench.projnorm.evaluate import correlations, stress_table
+    from csfbench.projnorm.plots import scatter_plot
+    from csfbench.projnorm.rows import metric_rows
+
     per_set = pd.concat([model_rows(m["spec"], m["val"], m["sets"], atc_score) for m in models], ignore_index=True)
     corr = correlations(per_set)
     stress, mse = stress_table(per_set)

@@ -10,13 +10,11 @@ import pandas as pd
 
 from csfbench.atomic import atomic_path
 from csfbench.data.sources import shift_set, source_split
-from csfbench.proximity.encoders import build_encoder, class_names, embed_timed
 from csfbench.proximity.regimes import stratify
 from csfbench.proximity.stratification import (TEST_ROW, distance_rows, read_embeddings, resolve_regimes,
                                                write_embeddings)
 from csfbench.report.tables import write_table
 from csfbench.specs import DatasetSpec
-from csfbench.training.loop import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +22,11 @@ log = logging.getLogger(__name__)
 def embed_source_sets(source: str, source_dataset: DatasetSpec, val_size: int, ood: dict[str, DatasetSpec], encoder_cfg: dict,
                       batch_size: int, out_h5: str | Path) -> None:
     """Embed the train and test splits of ``source`` and its semantic OOD sets (``ood``: name → dataset spec)."""
+    # imported here, not at the top: torch would cost the stratification jobs, which need no network, ~2 s
+    # of start-up
+    from csfbench.proximity.encoders import build_encoder, class_names, embed_timed
+    from csfbench.training.loop import resolve_device
+
     encoder = build_encoder(encoder_cfg, resolve_device())
     train = source_split(source_dataset, val_size, "train")
     sets = {"train": train, TEST_ROW: source_split(source_dataset, val_size, "test")}
