@@ -1,7 +1,8 @@
 """The Makefile's run targets keep runs apart: a config other than the demo's runs in ``runs/<config stem>``.
 
-``make -n`` prints the commands a target would run without running them; the lines checked are those of the
-project's executables (``.venv/bin/...``), so a set-up recipe printed first on a stale venv does not matter.
+``make -n`` prints the commands a target would run without running them; the lines checked are the target's
+own commands that run the project's executables (``.venv/bin/...``) or print, after those of ``setup`` (the venv's
+set-up and the package's byte-compilation), which every target runs first.
 """
 from __future__ import annotations
 
@@ -23,12 +24,18 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make i
 _UNSET = ("CONFIG", "RESULTS", "MANIFEST", "CORES", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
 
 
-def _commands(target: str, *variables: str) -> list[str]:
+def _dry_run(target: str, *variables: str) -> list[str]:
     env = {key: value for key, value in os.environ.items() if key not in _UNSET}
     proc = subprocess.run(["make", "-n", "-C", str(REPO), target, *variables], capture_output=True, text=True,
                           timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
-    return [line for line in proc.stdout.splitlines() if line.startswith((".venv/bin/", "echo "))]
+    return [line for line in proc.stdout.splitlines() if not line.startswith("make")]  # "make: Entering ..."
+
+
+def _commands(target: str, *variables: str) -> list[str]:
+    setup, lines = _dry_run("setup", *variables), _dry_run(target, *variables)
+    assert lines[:len(setup)] == setup, "the target does not run the set-up first"
+    return [line for line in lines[len(setup):] if line.startswith((".venv/bin/", "echo "))]
 
 
 def test_an_own_config_runs_in_runs_slash_its_stem():
