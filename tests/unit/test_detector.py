@@ -4,18 +4,23 @@ For every (CSF, variant) of the registry the detector's scores equal the engine'
 and hyper-parameters: with the temperatures fitted on validation, through the engine's own
 ``fit_mode``/``score_mode`` (deterministic and MC-dropout inputs; strict and the authors'-code
 quirks), and at T = 1 through the registry's ``fit``/``score`` on views of the engine's
-``fit_projection``.  The errors name the valid choices.  Fixture: 8 classes, 16 feature dimensions, 200 training rows; the scored split mixes
-in-distribution rows with isotropic outliers.
+``fit_projection``.  The detector replaces the inputs a CSF does not declare (``Csf.reads``) with
+zeros, so these equalities also show that those inputs change no score; the tests at the end show that
+every declared input does.  The errors name the valid choices.  Fixture: 8 classes, 16 feature
+dimensions, 200 training rows; the scored split mixes in-distribution rows with isotropic outliers.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
+import re
 
 import numpy as np
 import pytest
 
 from csfbench.csf import detector
+from csfbench.csf.detector import ARGUMENTS
 from csfbench.csf.engine import TuningSettings, fit_mode, fit_projection, score_mode
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.logit_scores import softmax
@@ -236,7 +241,7 @@ def test_score_before_fit_raises_for_every_csf_also_without_state():
 
 def test_confidence_needs_the_confidence_head_output():
     d = _fit(detector("Confidence"))
-    with pytest.raises(ValueError, match="no confidence head output"):
+    with pytest.raises(TypeError, match="reads confidence: score needs confidence"):
         d.score(**_inputs(SPLITS["det"]["test"], labelled=False))
 
 
@@ -244,8 +249,10 @@ def test_validation_inputs_go_with_a_fitted_temperature_only():
     val = _inputs(SPLITS["det"]["val"], prefix="val_")
     with pytest.raises(TypeError, match="only with temperature_scaling='fit'"):
         _fit(detector("MSR"), **val)
-    with pytest.raises(TypeError, match="needs val_features, val_labels and val_logits"):
+    with pytest.raises(TypeError, match=r"needs val_labels and val_logits \(or val_pass_logits\)$"):
         _fit(detector("MSR", temperature_scaling="fit"))
+    with pytest.raises(TypeError, match="and val_features"):
+        _fit(detector("GradNorm", temperature_scaling="fit"))
     with pytest.raises(ValueError, match="validation split, or for neither"):
         _fit(detector("MSR", temperature_scaling="fit"), **_inputs(SPLITS["mcd"]["val"], prefix="val_"))
 
@@ -263,6 +270,123 @@ def test_fit_and_score_take_the_same_input_mode():
     ({"labels": np.zeros(200)}, "labels must be 200 integers"),
 ])
 def test_inputs_are_checked_against_the_head(change, fragment):
+    """A projected variant reads every input: features, logits, labels and the head."""
     with pytest.raises((TypeError, ValueError)) as info:
-        _fit(detector("MSR"), **change)
+        _fit(detector("MSR", variant="global", projection_variance=PROJECTION_VARIANCE), **change)
     assert fragment in str(info.value)
+
+
+# --- the inputs each CSF declares (Csf.reads) -------------------------------------------------------------
+# Sufficiency: the engine comparisons above pass every input to the engine, while the detector replaces
+# those a CSF does not declare with zeros, so they show that undeclared inputs do not change any score.
+# The tests below show the other direction (every declared input changes the scores), that a declared
+# input is required and that a call with only the declared inputs works.
+UNPROJECTED = [pytest.param(csf.name, mode, id=f"{csf.name}-{mode}") for csf, _ in variants_for(BACKBONE, ("none",))
+               for mode in ("det", "mcd")]
+
+
+def _declared(name: str, split: SplitData, stage: str) -> dict:
+    """The detector arguments of ``split`` that CSF ``name`` reads (labels and head at fit only)."""
+    reads = BY_NAME[name].reads
+    out = {key: value for key, value in _inputs(split, labelled=stage == "fit").items()
+           if {"features": "features", "logits": "logits", "pass_logits": "logits", "labels": "labels"}[key] in reads}
+    if stage == "fit" and "head" in reads:
+        out.update(head_weight=WEIGHT, head_bias=BIAS)
+    if stage == "score" and "confidence" in reads:
+        out["confidence"] = split.confidence
+    return out
+
+
+def _minimal_scores(name: str, mode: str, train: SplitData, test: SplitData, **fit_changes) -> np.ndarray:
+    d = detector(name, **_hyper_parameters(name))
+    d.fit(**{**_declared(name, train, "fit"), **fit_changes})
+    return d.score(**_declared(name, test, "score"))
+
+
+@pytest.mark.parametrize("name, mode", UNPROJECTED)
+def test_the_declared_inputs_alone_give_the_scores_of_all_inputs(name, mode):
+    splits = SPLITS[mode]
+    full = _score(_fitted_detector(name, "none", mode), mode)
+    np.testing.assert_array_equal(_minimal_scores(name, mode, splits["train"], splits["test"]), full)
+
+
+def _perturbed(split: SplitData, key: str, rng) -> SplitData:
+    """``split`` with one input changed: features or logits plus noise, labels moved, confidences redrawn."""
+    changes = {}
+    if key == "features":
+        changes["features"] = (split.features + rng.normal(size=split.features.shape)).astype(np.float32)
+    elif key == "logits":
+        noise = rng.normal(size=split.logits.shape) * 2.0
+        changes.update(logits=split.logits + noise, logits_full=split.logits + noise)
+        if split.pass_logits is not None:
+            changes["pass_logits"] = split.pass_logits + noise[:, None, :]
+    elif key == "labels":  # 20 rows relabelled (a permutation of all would leave classes without correct rows)
+        labels, rows = split.labels.copy(), rng.choice(len(split), 20, replace=False)
+        labels[rows] = (labels[rows] + 1) % N_CLASSES
+        changes["labels"] = labels
+    elif key == "confidence":
+        changes["confidence"] = rng.uniform(size=len(split))
+    return dataclasses.replace(split, **changes)
+
+
+#: declared inputs this fixture cannot move: NeCo keeps 100 principal directions, all 16 of the fixture's, so
+#: its ratio ‖Pᵀ(h − μ)‖ / ‖h − μ‖ is 1 whatever h (the next test reads it on 120 dimensions)
+FIXTURE_BLIND = {"NeCo": {"features"}}
+
+
+def test_neco_reads_the_features_beyond_its_principal_directions():
+    rng = np.random.default_rng(5)
+    h, z = rng.normal(size=(300, 120)).astype(np.float32), rng.normal(size=(300, N_CLASSES))
+    d = detector("NeCo").fit(features=h, logits=z)
+    moved = (h[:50] + rng.normal(size=(50, 120))).astype(np.float32)
+    assert not np.allclose(d.score(features=h[:50], logits=z[:50]), d.score(features=moved, logits=z[:50]))
+
+
+@pytest.mark.parametrize("name, mode", UNPROJECTED)
+def test_every_declared_input_changes_the_scores(name, mode):
+    splits, rng = SPLITS[mode], np.random.default_rng(3)
+    baseline = _minimal_scores(name, mode, splits["train"], splits["test"])
+    for key in sorted(BY_NAME[name].reads - FIXTURE_BLIND.get(name, set())):
+        if key == "head":
+            changed = _minimal_scores(name, mode, splits["train"], splits["test"],
+                                      head_weight=WEIGHT + rng.normal(size=WEIGHT.shape), head_bias=BIAS + 1.0)
+        else:
+            train, test = (s if key == "labels" and s is splits["test"] else _perturbed(s, key, rng)
+                           for s in (splits["train"], splits["test"]))
+            changed = _minimal_scores(name, mode, train, test)
+        assert not np.allclose(changed, baseline, rtol=1e-9, atol=0), f"{name} declares {key} but does not read it"
+
+
+@pytest.mark.parametrize("name", [csf.name for csf, _ in variants_for(BACKBONE, ("none",))])
+def test_a_missing_declared_input_is_named(name):
+    """Scoring needs the declared features, logits and confidences; fitting the head, and the declared
+    training inputs where the CSF has fitted state."""
+    csf, train, test = BY_NAME[name], SPLITS["det"]["train"], SPLITS["det"]["test"]
+    arguments = {"features": ["features"], "logits": ["logits"], "labels": ["labels"],
+                 "head": ["head_weight", "head_bias"], "confidence": ["confidence"]}
+    checked = 0
+    for key in sorted(csf.reads):
+        stages = ["fit"] if key == "head" or (key == "labels" and csf.fit) else []
+        stages += ["score"] if key in ("features", "logits", "confidence") else []
+        stages += ["fit"] if key in ("features", "logits") and csf.fit else []
+        for stage in stages:
+            given = _declared(name, train if stage == "fit" else test, stage)
+            for argument in arguments[key]:
+                given.pop(argument)
+            d = detector(name, **_hyper_parameters(name))
+            if stage == "score":
+                d.fit(**_declared(name, train, "fit"))
+            message = f"CSF {name} [none] reads {', '.join(sorted(csf.reads))}: {stage} needs {ARGUMENTS[key]}"
+            with pytest.raises(TypeError, match=re.escape(message)):
+                getattr(d, stage)(**given)
+            checked += 1
+    assert checked >= len(csf.reads - {"labels"})
+
+
+def test_a_logit_score_needs_no_features_head_or_training_split():
+    test = SPLITS["det"]["test"]
+    d = detector("MSP").fit()
+    np.testing.assert_allclose(d.score(logits=test.logits), softmax(test.logits).max(1), rtol=1e-6)
+    knn = detector("KNN", k=10).fit(features=SPLITS["det"]["train"].features)
+    assert knn.reads == frozenset({"features"})
+    assert knn.score(features=test.features).shape == (len(test),)

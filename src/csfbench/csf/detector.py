@@ -13,6 +13,18 @@ in float64), ``logits`` N×C the pre-softmax class outputs z = W h + b of the li
 a float64 array (N,) in the CSF's own unit (a probability, an energy in nats, a negative distance, …),
 oriented so that **higher = more confident = more in-distribution**.
 
+**Inputs.** Each CSF declares the inputs it reads (``Csf.reads``, shown as :attr:`Detector.reads`; a
+projected variant reads features, logits, labels and the head).  ``fit`` and ``score`` require those and
+ignore the others, so the call above works for every CSF and a logit score needs no more than logits::
+
+    detector("MSP").fit().score(logits=Z)                  # no features, head or training split
+    detector("KNN", k=50).fit(features=H_train).score(features=H)
+
+``fit`` takes the head (where read) and the training inputs of a CSF with fitted state or a projected
+variant; ``score`` the features, logits and confidences read.  C comes from the head, else the
+training logits, else the largest training label + 1; zeros of the right shape stand in for what a CSF
+does not read.
+
 A :class:`Detector` computes what the workflow's CSF engine (:mod:`csfbench.csf.engine`) computes for
 one (CSF, variant) whose hyper-parameters are fixed: the same projection state, views
 (:func:`~csfbench.csf.views.build_views`), temperatures and registry ``fit``/``score``.  It tunes
@@ -32,10 +44,10 @@ MI), which are not registry CSFs.  Choices:
 * ``temperature_scaling``: the temperature T > 0 (dimensionless) of the variant's logits, used by the
   softmax-based CSFs as softmax(z / T), by MLS, Energy and GradNorm, and (the unprojected logits' T) by
   the KPCA landmark energies.  1.0 by default (ICONIC-444, ImageNet-OOD), or "fit": one T per logit
-  source minimising the validation negative log-likelihood, as the engine does (Claros-Olivares & Brockmeier, App. E), on
-  ``val_features`` with ``val_logits`` (or ``val_pass_logits``) and ``val_labels`` given to ``fit``;
-  validation inputs are refused otherwise.  It is not called ``temperature`` because that is a CSF's
-  own hyper-parameter (ODIN's T).
+  source minimising the validation negative log-likelihood, as the engine does (Claros-Olivares &
+  Brockmeier, App. E), on ``val_logits`` (or ``val_pass_logits``) and ``val_labels`` given to ``fit``
+  (with ``val_features`` where the CSF reads features); validation inputs are refused otherwise.  It
+  is not called ``temperature`` because that is a CSF's own hyper-parameter (ODIN's T).
 * ``backbone``: "vit" marks a ViT model, for which the ``cnn_only`` CSFs (Confidence: no paradigm
   confidence head) are refused and ``quirks="compat_authors"`` gives NeCo's ViT form; any other value
   is a CNN.  No registry CSF reads the training paradigm, so there is no paradigm argument.
@@ -44,14 +56,14 @@ MI), which are not registry CSFs.  Choices:
   abstention output is dropped from W, b and the logits, so compat mode cannot restore it for ViM,
   Residual or NeCo.
 * **Confidence** (a paradigm's confidence head, higher = more confident) scores the array passed to
-  :meth:`Detector.score` as ``confidence`` (N,); without it, score raises ValueError.
+  :meth:`Detector.score` as ``confidence`` (N,), the one input it reads.
 * **MC dropout**: pass ``pass_logits`` N×P×C (and the pass-averaged features as ``features``) instead
   of ``logits``, to ``fit`` and ``score`` alike (and ``val_pass_logits`` for a fitted T).  As in the
   engine's ``mcd`` mode, the logits are the pass mean, the prediction the argmax of the mean softmax,
   and the softmax-based CSFs of the unprojected variant use the mean of the per-pass softmaxes.
 * :meth:`Detector.fit` is required before :meth:`Detector.score` for every CSF, also for those without
-  fitted state: it receives the head W, b and the projection and temperature settings that scoring
-  needs.  ``fit`` returns the detector.
+  fitted state: it receives the head W, b (where read) and the projection and temperature settings that
+  scoring needs.  ``fit`` returns the detector.
 * KPCA RecError's class variants share one fitted state, whose score gives all three variants at once;
   the detector returns its own variant's array.
 """
@@ -129,13 +141,21 @@ def _is_fraction(value) -> bool:
     return _is_positive(value) and value <= 1
 
 
+#: how each input of :data:`csfbench.csf.registry.INPUTS` is passed to fit and score
+ARGUMENTS = {"features": "features", "logits": "logits (or pass_logits)", "labels": "labels",
+             "head": "head_weight and head_bias", "confidence": "confidence"}
+
+
 @dataclass
 class _Fitted:
-    ctx: ModelContext
     projection: dict
     temperatures: dict[str, float]
+    base_temperature: float
     state: dict | None
-    mode: str
+    mode: str | None  # "det" or "mcd"; None when the CSF reads no logits
+    head: tuple[np.ndarray, np.ndarray] | None  # W, b when the CSF reads them
+    n_classes: int | None  # C, when an input read in fit fixed it
+    dim: int | None  # D, likewise
 
 
 class Detector:
@@ -146,6 +166,8 @@ class Detector:
         self.name = csf.name
         self.variant = variant
         self.hyper_parameters = hyper_parameters
+        #: the inputs this CSF reads in this variant (:data:`csfbench.csf.registry.INPUTS`)
+        self.reads = csf.reads_for(variant)
         self._csf = csf
         # KPCA's class variants are fitted and scored through the variant owning their shared state
         self._owner = csf.shares.get(variant, variant)
@@ -160,37 +182,54 @@ class Detector:
         """The temperature T of this variant's logits (the given one, or the one fitted on validation)."""
         return self._require_fit().temperatures[self.variant]
 
-    def fit(self, *, features, labels, head_weight, head_bias, logits=None, pass_logits=None,
+    def fit(self, *, features=None, labels=None, head_weight=None, head_bias=None, logits=None, pass_logits=None,
             val_features=None, val_logits=None, val_labels=None, val_pass_logits=None) -> "Detector":
         """Fit the projection, the temperatures and the CSF's state on the training split; returns self.
 
-        ``features`` N×D, exactly one of ``logits`` N×C or ``pass_logits`` N×P×C (MC dropout),
-        ``labels`` (N,) in [0, C), ``head_weight`` C×D, ``head_bias`` (C,).  The ``val_*`` inputs (same
-        layout, labelled) are required with ``temperature_scaling="fit"`` and refused otherwise.
+        ``features`` N×D, ``logits`` N×C or ``pass_logits`` N×P×C (MC dropout), ``labels`` (N,) in
+        [0, C), ``head_weight`` C×D, ``head_bias`` (C,): those of :attr:`reads` are required, the others
+        are ignored.  The ``val_*`` inputs (same layout, labelled; ``val_features`` only if features
+        are read) are required with ``temperature_scaling="fit"`` and refused otherwise.
         """
-        from csfbench.csf.registry import ModelContext
         from csfbench.csf.temperature import fit_temperature
         from csfbench.csf.views import build_views, variant_logits
 
-        weight = np.asarray(head_weight, dtype=np.float64)
-        bias = np.asarray(head_bias, dtype=np.float64)
-        if weight.ndim != 2 or bias.shape != weight.shape[:1]:
-            raise ValueError(f"head_weight must be C×D and head_bias (C,), got {weight.shape} and {bias.shape}")
-        train = _split("train", weight.shape, features, logits, pass_logits, labels)
+        reads = self.reads
+        group = GROUP_OF[self.variant]
+        # the training split is read only by a CSF with fitted state or by a projected variant
+        needs_train = self._csf.fit is not None or group != "none"
+        train_inputs = dict(features=features, logits=_one_of(logits, pass_logits), labels=labels) \
+            if needs_train else {}
+        self._require("fit", **train_inputs, head=_one_of(head_weight, head_bias))
+        head = _head(head_weight, head_bias) if "head" in reads else None
+        n_classes, dim = head[0].shape if head is not None else (None, None)
+        if n_classes is None and "logits" in reads:
+            n_classes = _width(logits, pass_logits)
+        if n_classes is None and "labels" in reads:
+            n_classes = _label_count(labels)
+        if dim is None and "features" in reads:
+            dim = _width(features)
+        # the input mode, where the CSF reads logits: MC-dropout pass logits or not
+        mode = None if "logits" not in reads or _one_of(logits, pass_logits) is None else \
+            "mcd" if pass_logits is not None else "det"
         val_inputs = (val_features, val_logits, val_labels, val_pass_logits)
         if self._temperature_scaling != "fit":
             if any(x is not None for x in val_inputs):
                 raise TypeError("val_features/val_logits/val_pass_logits/val_labels are used only with "
                                 "temperature_scaling='fit'")
-        elif val_features is None or val_labels is None:
-            raise TypeError("temperature_scaling='fit' needs val_features, val_labels and val_logits "
-                            "(or val_pass_logits)")
-        ctx = ModelContext(weight.shape[0], self._backbone, PARADIGM, weight, bias, weight, bias, self._quirks)
-        group = GROUP_OF[self.variant]
+        elif (val_features is None and "features" in reads) or val_labels is None or \
+                (val_logits is None and val_pass_logits is None):
+            raise TypeError("temperature_scaling='fit' needs val_labels and val_logits (or val_pass_logits)"
+                            + (", and val_features" if "features" in reads else ""))
+        shape = (n_classes or _width(val_logits, val_pass_logits) or 1, dim or 1)
+        weight, bias = head if head is not None else _placeholder_head(*shape)
+        ctx = self._context(weight, bias)
+        train = self._split("train", shape, features, logits, pass_logits, labels) if needs_train else None
         projection = _fit_projection(group, train, ctx.n_classes, self._projection_variance)
         if self._temperature_scaling == "fit":
-            val = _split("val", weight.shape, val_features, val_logits, val_pass_logits, val_labels)
-            if val.mode != train.mode:
+            val = self._split("val", shape, val_features, val_logits, val_pass_logits, val_labels,
+                              also_reads=frozenset({"logits", "labels"}))
+            if mode is not None and val.mode != mode:
                 raise ValueError("give pass_logits for both the training and the validation split, or for neither")
             parts = variant_logits(val, projection, weight, bias)
             temperatures = {v: fit_temperature(parts[v][1], val.labels) for v in GROUP_VARIANTS[group]}
@@ -198,26 +237,37 @@ class Detector:
         else:
             temperatures = dict.fromkeys(GROUP_VARIANTS[group], float(self._temperature_scaling))
             ctx.base_temperature = float(self._temperature_scaling)
-        train_view = build_views(train, projection, weight, bias, temperatures)[self._owner]
-        state = self._csf.fit(train_view, ctx, self.hyper_parameters) if self._csf.fit else None
-        self._fitted = _Fitted(ctx, projection, temperatures, state, train.mode)
+        state = None
+        if self._csf.fit is not None:
+            train_view = build_views(train, projection, weight, bias, temperatures)[self._owner]
+            state = self._csf.fit(train_view, ctx, self.hyper_parameters)
+        self._fitted = _Fitted(projection, temperatures, ctx.base_temperature, state, mode, head, n_classes, dim)
         return self
 
-    def score(self, *, features, logits=None, pass_logits=None, confidence=None) -> np.ndarray:
+    def score(self, *, features=None, logits=None, pass_logits=None, confidence=None) -> np.ndarray:
         """Confidence of every row, float64 (N,), higher = more in-distribution.
 
-        ``features`` N×D and exactly one of ``logits`` N×C or ``pass_logits`` N×P×C, as given to
-        :meth:`fit`; ``confidence`` (N,) is the paradigm head's output, read by the Confidence CSF only.
-        Raises RuntimeError before :meth:`fit`, ValueError for non-finite confidences.
+        ``features`` N×D, ``logits`` N×C or ``pass_logits`` N×P×C (the same kind as given to
+        :meth:`fit`), ``confidence`` (N,) the paradigm head's output: those of :attr:`reads` are
+        required, the others are ignored.  Raises RuntimeError before :meth:`fit`, ValueError for
+        non-finite confidences.
         """
         from csfbench.csf.views import build_views
 
         fitted = self._require_fit()
-        ctx = fitted.ctx
-        split = _split("score", ctx.weight.shape, features, logits, pass_logits, confidence=confidence)
-        if split.mode != fitted.mode:
+        self._require("score", features=features, logits=_one_of(logits, pass_logits), confidence=confidence)
+        reads = self.reads
+        if fitted.head is not None:
+            weight, bias = fitted.head
+        else:
+            n_classes = fitted.n_classes or ("logits" in reads and _width(logits, pass_logits)) or 1
+            weight, bias = _placeholder_head(n_classes, fitted.dim or ("features" in reads and _width(features)) or 1)
+        ctx = self._context(weight, bias)
+        ctx.base_temperature = fitted.base_temperature
+        split = self._split("score", weight.shape, features, logits, pass_logits, confidence=confidence)
+        if fitted.mode is not None and split.mode != fitted.mode:
             raise ValueError("give pass_logits to both fit and score, or to neither")
-        view = build_views(split, fitted.projection, ctx.weight, ctx.bias, fitted.temperatures)[self._owner]
+        view = build_views(split, fitted.projection, weight, bias, fitted.temperatures)[self._owner]
         conf = self._csf.score(fitted.state, view, ctx, self.hyper_parameters)
         if self._owner in self._csf.shares.values():
             conf = conf[self.variant]
@@ -227,10 +277,79 @@ class Detector:
             raise ValueError(f"CSF {self.name} [{self.variant}] produced {bad} non-finite confidences")
         return conf
 
+    def _require(self, stage: str, **given) -> None:
+        """TypeError naming the inputs of :attr:`reads` that ``stage`` needs and did not get."""
+        missing = [ARGUMENTS[key] for key, value in given.items() if key in self.reads and value is None]
+        if missing:
+            raise TypeError(f"CSF {self.name} [{self.variant}] reads {', '.join(sorted(self.reads))}: {stage} needs "
+                            f"{', '.join(missing)}")
+
+    def _context(self, weight: np.ndarray, bias: np.ndarray) -> ModelContext:
+        from csfbench.csf.registry import ModelContext
+
+        return ModelContext(weight.shape[0], self._backbone, PARADIGM, weight, bias, weight, bias, self._quirks)
+
+    def _split(self, dataset: str, head_shape: tuple[int, int], features, logits, pass_logits, labels=None,
+               confidence=None, also_reads: frozenset = frozenset()) -> SplitData:
+        """:func:`_split` of the inputs this CSF reads (and ``also_reads``); zeros of the same rows stand in
+        for the features and logits it does not read, and the labels it does not read are left out."""
+        reads = self.reads | also_reads
+        features = features if "features" in reads else None
+        logits, pass_logits = (logits, pass_logits) if "logits" in reads else (None, None)
+        labels = labels if "labels" in reads else None
+        confidence = confidence if "confidence" in reads else None
+        rows = _rows(dataset, features, logits, pass_logits, labels, confidence)
+        n_classes, dim = head_shape
+        if features is None:
+            features = np.zeros((rows, dim), dtype=np.float32)
+        if logits is None and pass_logits is None:
+            logits = np.zeros((rows, n_classes))
+        return _split(dataset, head_shape, features, logits, pass_logits, labels, confidence)
+
     def _require_fit(self) -> _Fitted:
         if self._fitted is None:
             raise RuntimeError(f"CSF {self.name} [{self.variant}]: call fit() before score()")
         return self._fitted
+
+
+def _one_of(*values):
+    """The first of ``values`` that is not None (None if all are)."""
+    return next((v for v in values if v is not None), None)
+
+
+def _width(*arrays) -> int | None:
+    """The last-axis length of the first array given (None if none is)."""
+    array = _one_of(*arrays)
+    return None if array is None else int(np.shape(array)[-1]) if np.ndim(array) else None
+
+
+def _label_count(labels) -> int | None:
+    """C = the largest training label + 1 (None for labels :func:`_split` will refuse)."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or not labels.size or not np.issubdtype(labels.dtype, np.integer):
+        return None
+    return int(labels.max()) + 1
+
+
+def _rows(dataset: str, *arrays) -> int:
+    """N, the rows of the first input given (TypeError if none is: nothing to score)."""
+    array = _one_of(*arrays)
+    if array is None:
+        raise TypeError(f"{dataset}: no input rows given")
+    return len(np.asarray(array))
+
+
+def _head(weight, bias) -> tuple[np.ndarray, np.ndarray]:
+    weight = np.asarray(weight, dtype=np.float64)
+    bias = np.asarray(bias, dtype=np.float64)
+    if weight.ndim != 2 or bias.shape != weight.shape[:1]:
+        raise ValueError(f"head_weight must be C×D and head_bias (C,), got {weight.shape} and {bias.shape}")
+    return weight, bias
+
+
+def _placeholder_head(n_classes: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Zeros in place of a head the CSF does not read."""
+    return np.zeros((n_classes, dim)), np.zeros(n_classes)
 
 
 def _split(dataset: str, head_shape: tuple[int, int], features, logits, pass_logits, labels=None,
