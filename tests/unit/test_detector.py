@@ -25,7 +25,7 @@ from csfbench.csf.engine import TuningSettings, fit_mode, fit_projection, score_
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.logit_scores import softmax
 from csfbench.csf.projection import GROUP_VARIANTS
-from csfbench.csf.registry import BY_NAME, CSFS, ModelContext, bounds, variants_for
+from csfbench.csf.registry import BY_NAME, CSFS, INPUTS, ModelContext, bounds, variants_for
 from csfbench.csf.views import build_views
 
 N_CLASSES, DIM, PASSES, BACKBONE = 8, 16, 4, "vgg13"
@@ -249,10 +249,10 @@ def test_validation_inputs_go_with_a_fitted_temperature_only():
     val = _inputs(SPLITS["det"]["val"], prefix="val_")
     with pytest.raises(TypeError, match="only with temperature_scaling='fit'"):
         _fit(detector("MSR"), **val)
-    with pytest.raises(TypeError, match=r"needs val_labels and val_logits \(or val_pass_logits\)$"):
+    with pytest.raises(TypeError, match=r"needs val_logits \(or val_pass_logits\), val_labels$"):
         _fit(detector("MSR", temperature_scaling="fit"))
-    with pytest.raises(TypeError, match="and val_features"):
-        _fit(detector("GradNorm", temperature_scaling="fit"))
+    with pytest.raises(TypeError, match=r"needs val_logits \(or val_pass_logits\), val_labels, val_features$"):
+        _fit(detector("MSR", variant="global", projection_variance=PROJECTION_VARIANCE, temperature_scaling="fit"))
     with pytest.raises(ValueError, match="validation split, or for neither"):
         _fit(detector("MSR", temperature_scaling="fit"), **_inputs(SPLITS["mcd"]["val"], prefix="val_"))
 
@@ -285,11 +285,21 @@ UNPROJECTED = [pytest.param(csf.name, mode, id=f"{csf.name}-{mode}") for csf, _ 
                for mode in ("det", "mcd")]
 
 
+#: the detector arguments that pass each input of INPUTS
+ARGUMENTS_OF = {"features": ["features"], "logits": ["logits", "pass_logits"], "labels": ["labels"],
+                "head": ["head_weight", "head_bias"], "confidence": ["confidence"]}
+INPUT_OF = {argument: key for key, arguments in ARGUMENTS_OF.items() for argument in arguments}
+
+
+def test_every_declaration_names_known_inputs():
+    assert set(ARGUMENTS) == set(ARGUMENTS_OF) == set(INPUTS)
+    assert not [csf.name for csf in CSFS if not csf.reads <= set(INPUTS)]
+
+
 def _declared(name: str, split: SplitData, stage: str) -> dict:
     """The detector arguments of ``split`` that CSF ``name`` reads (labels and head at fit only)."""
     reads = BY_NAME[name].reads
-    out = {key: value for key, value in _inputs(split, labelled=stage == "fit").items()
-           if {"features": "features", "logits": "logits", "pass_logits": "logits", "labels": "labels"}[key] in reads}
+    out = {key: value for key, value in _inputs(split, labelled=stage == "fit").items() if INPUT_OF[key] in reads}
     if stage == "fit" and "head" in reads:
         out.update(head_weight=WEIGHT, head_bias=BIAS)
     if stage == "score" and "confidence" in reads:
@@ -362,8 +372,6 @@ def test_a_missing_declared_input_is_named(name):
     """Scoring needs the declared features, logits and confidences; fitting the head, and the declared
     training inputs where the CSF has fitted state."""
     csf, train, test = BY_NAME[name], SPLITS["det"]["train"], SPLITS["det"]["test"]
-    arguments = {"features": ["features"], "logits": ["logits"], "labels": ["labels"],
-                 "head": ["head_weight", "head_bias"], "confidence": ["confidence"]}
     checked = 0
     for key in sorted(csf.reads):
         stages = ["fit"] if key == "head" or (key == "labels" and csf.fit) else []
@@ -371,8 +379,8 @@ def test_a_missing_declared_input_is_named(name):
         stages += ["fit"] if key in ("features", "logits") and csf.fit else []
         for stage in stages:
             given = _declared(name, train if stage == "fit" else test, stage)
-            for argument in arguments[key]:
-                given.pop(argument)
+            for argument in ARGUMENTS_OF[key]:
+                given.pop(argument, None)
             d = detector(name, **_hyper_parameters(name))
             if stage == "score":
                 d.fit(**_declared(name, train, "fit"))
@@ -390,3 +398,22 @@ def test_a_logit_score_needs_no_features_head_or_training_split():
     knn = detector("KNN", k=10).fit(features=SPLITS["det"]["train"].features)
     assert knn.reads == frozenset({"features"})
     assert knn.score(features=test.features).shape == (len(test),)
+
+
+def test_a_temperature_fitted_on_validation_alone_keeps_its_input_mode_and_width():
+    val, test = SPLITS["mcd"]["val"], SPLITS["det"]["test"]
+    d = detector("GradNorm", temperature_scaling="fit").fit(val_pass_logits=val.pass_logits, val_labels=val.labels)
+    assert d.temperature > 0  # the unprojected variant's T needs no validation features
+    with pytest.raises(ValueError, match="to both fit and score"):
+        d.score(features=test.features, logits=test.logits)
+    msr = detector("MSR", temperature_scaling="fit").fit(val_logits=SPLITS["det"]["val"].logits,
+                                                         val_labels=SPLITS["det"]["val"].labels)
+    with pytest.raises(ValueError, match="logits must be 100×8"):
+        msr.score(logits=test.logits[:, :3])
+
+
+def test_the_head_given_sets_the_classes_of_a_csf_that_reads_labels_only():
+    train = SPLITS["det"]["train"]
+    labels = np.where(train.labels == N_CLASSES - 1, 0, train.labels)  # no training row of the last class
+    with pytest.raises(ValueError, match=f"class {N_CLASSES - 1}"):
+        detector("Maha").fit(features=train.features, labels=labels, head_weight=WEIGHT, head_bias=BIAS)

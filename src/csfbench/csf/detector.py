@@ -21,9 +21,9 @@ ignore the others, so the call above works for every CSF and a logit score needs
     detector("KNN", k=50).fit(features=H_train).score(features=H)
 
 ``fit`` takes the head (where read) and the training inputs of a CSF with fitted state or a projected
-variant; ``score`` the features, logits and confidences read.  C comes from the head, else the
-training logits, else the largest training label + 1; zeros of the right shape stand in for what a CSF
-does not read.
+variant; ``score`` the features, logits and confidences read.  C and D come from the head where
+given, else from the logits and features given (read or not), else C is the largest training label + 1;
+zeros of that shape stand in for what a CSF does not read.
 
 A :class:`Detector` computes what the workflow's CSF engine (:mod:`csfbench.csf.engine`) computes for
 one (CSF, variant) whose hyper-parameters are fixed: the same projection state, views
@@ -187,49 +187,46 @@ class Detector:
         """Fit the projection, the temperatures and the CSF's state on the training split; returns self.
 
         ``features`` N×D, ``logits`` N×C or ``pass_logits`` N×P×C (MC dropout), ``labels`` (N,) in
-        [0, C), ``head_weight`` C×D, ``head_bias`` (C,): those of :attr:`reads` are required, the others
-        are ignored.  The ``val_*`` inputs (same layout, labelled; ``val_features`` only if features
-        are read) are required with ``temperature_scaling="fit"`` and refused otherwise.
+        [0, C), ``head_weight`` C×D, ``head_bias`` (C,): the head where :attr:`reads` has it, the
+        training inputs it has where the CSF has fitted state or the variant is projected; the others are
+        ignored.  With ``temperature_scaling="fit"``, ``val_logits`` (or ``val_pass_logits``) and
+        ``val_labels`` are required (and ``val_features`` for a projected variant); otherwise the
+        ``val_*`` inputs are refused.
         """
         from csfbench.csf.temperature import fit_temperature
         from csfbench.csf.views import build_views, variant_logits
 
-        reads = self.reads
-        group = GROUP_OF[self.variant]
+        reads, group = self.reads, GROUP_OF[self.variant]
         # the training split is read only by a CSF with fitted state or by a projected variant
         needs_train = self._csf.fit is not None or group != "none"
-        train_inputs = dict(features=features, logits=_one_of(logits, pass_logits), labels=labels) \
-            if needs_train else {}
-        self._require("fit", **train_inputs, head=_one_of(head_weight, head_bias))
-        head = _head(head_weight, head_bias) if "head" in reads else None
-        n_classes, dim = head[0].shape if head is not None else (None, None)
-        if n_classes is None and "logits" in reads:
-            n_classes = _width(logits, pass_logits)
-        if n_classes is None and "labels" in reads:
-            n_classes = _label_count(labels)
-        if dim is None and "features" in reads:
-            dim = _width(features)
-        # the input mode, where the CSF reads logits: MC-dropout pass logits or not
-        mode = None if "logits" not in reads or _one_of(logits, pass_logits) is None else \
-            "mcd" if pass_logits is not None else "det"
-        val_inputs = (val_features, val_logits, val_labels, val_pass_logits)
-        if self._temperature_scaling != "fit":
-            if any(x is not None for x in val_inputs):
-                raise TypeError("val_features/val_logits/val_pass_logits/val_labels are used only with "
-                                "temperature_scaling='fit'")
-        elif (val_features is None and "features" in reads) or val_labels is None or \
-                (val_logits is None and val_pass_logits is None):
-            raise TypeError("temperature_scaling='fit' needs val_labels and val_logits (or val_pass_logits)"
-                            + (", and val_features" if "features" in reads else ""))
-        shape = (n_classes or _width(val_logits, val_pass_logits) or 1, dim or 1)
-        weight, bias = head if head is not None else _placeholder_head(*shape)
+        # the temperature of an unprojected variant is fitted on the validation logits alone
+        val_reads = frozenset({"logits", "labels"}) | (reads if group != "none" else frozenset())
+        given = {"head": head_weight if head_bias is not None else None}
+        if needs_train:
+            given.update(features=features, logits=_logits_given("train", logits, pass_logits), labels=labels)
+        self._require("fit", **given)
+        self._check_validation(val_reads, val_features, _logits_given("val", val_logits, val_pass_logits), val_labels)
+        head = _head(head_weight, head_bias) if given["head"] is not None else None
+        # C and D: from the head, else from the inputs given (read or not; validation ones included)
+        if head is not None:
+            n_classes, dim = head[0].shape
+        else:
+            n_classes = _width(logits, pass_logits, val_logits, val_pass_logits) or _label_count(labels)
+            dim = _width(features, val_features)
+        shape = (n_classes or 1, dim or 1)
+        weight, bias = head if head is not None and "head" in reads else _placeholder_head(*shape)
         ctx = self._context(weight, bias)
-        train = self._split("train", shape, features, logits, pass_logits, labels) if needs_train else None
+        train = self._read_split("train", shape, features, logits, pass_logits, labels) if needs_train else None
         projection = _fit_projection(group, train, ctx.n_classes, self._projection_variance)
+        # the input mode (MC-dropout pass logits or not) of the logits the CSF reads
+        modes = set()
+        if "logits" in reads and _logits_given("train", logits, pass_logits) is not None:
+            modes.add("det" if pass_logits is None else "mcd")
         if self._temperature_scaling == "fit":
-            val = self._split("val", shape, val_features, val_logits, val_pass_logits, val_labels,
-                              also_reads=frozenset({"logits", "labels"}))
-            if mode is not None and val.mode != mode:
+            val = self._read_split("val", shape, val_features, val_logits, val_pass_logits, val_labels,
+                                   reads=val_reads)
+            modes.add(val.mode)
+            if len(modes) > 1:
                 raise ValueError("give pass_logits for both the training and the validation split, or for neither")
             parts = variant_logits(val, projection, weight, bias)
             temperatures = {v: fit_temperature(parts[v][1], val.labels) for v in GROUP_VARIANTS[group]}
@@ -241,7 +238,9 @@ class Detector:
         if self._csf.fit is not None:
             train_view = build_views(train, projection, weight, bias, temperatures)[self._owner]
             state = self._csf.fit(train_view, ctx, self.hyper_parameters)
-        self._fitted = _Fitted(projection, temperatures, ctx.base_temperature, state, mode, head, n_classes, dim)
+        mode = modes.pop() if "logits" in reads and modes else None
+        self._fitted = _Fitted(projection, temperatures, ctx.base_temperature, state, mode,
+                               (weight, bias) if "head" in reads else None, n_classes, dim)
         return self
 
     def score(self, *, features=None, logits=None, pass_logits=None, confidence=None) -> np.ndarray:
@@ -255,16 +254,16 @@ class Detector:
         from csfbench.csf.views import build_views
 
         fitted = self._require_fit()
-        self._require("score", features=features, logits=_one_of(logits, pass_logits), confidence=confidence)
-        reads = self.reads
+        self._require("score", features=features, logits=_logits_given("score", logits, pass_logits),
+                      confidence=confidence)
         if fitted.head is not None:
             weight, bias = fitted.head
         else:
-            n_classes = fitted.n_classes or ("logits" in reads and _width(logits, pass_logits)) or 1
-            weight, bias = _placeholder_head(n_classes, fitted.dim or ("features" in reads and _width(features)) or 1)
+            weight, bias = _placeholder_head(fitted.n_classes or _width(logits, pass_logits) or 1,
+                                             fitted.dim or _width(features) or 1)
         ctx = self._context(weight, bias)
         ctx.base_temperature = fitted.base_temperature
-        split = self._split("score", weight.shape, features, logits, pass_logits, confidence=confidence)
+        split = self._read_split("score", weight.shape, features, logits, pass_logits, confidence=confidence)
         if fitted.mode is not None and split.mode != fitted.mode:
             raise ValueError("give pass_logits to both fit and score, or to neither")
         view = build_views(split, fitted.projection, weight, bias, fitted.temperatures)[self._owner]
@@ -281,19 +280,32 @@ class Detector:
         """TypeError naming the inputs of :attr:`reads` that ``stage`` needs and did not get."""
         missing = [ARGUMENTS[key] for key, value in given.items() if key in self.reads and value is None]
         if missing:
-            raise TypeError(f"CSF {self.name} [{self.variant}] reads {', '.join(sorted(self.reads))}: {stage} needs "
-                            f"{', '.join(missing)}")
+            raise TypeError(f"CSF {self.name} [{self.variant}] reads {', '.join(sorted(self.reads))}: "
+                            f"{stage} needs {', '.join(missing)}")
+
+    def _check_validation(self, val_reads: frozenset, features, logits, labels) -> None:
+        """TypeError unless the validation inputs go with ``temperature_scaling="fit"``, complete."""
+        given = {"features": features, "logits": logits, "labels": labels}
+        if self._temperature_scaling != "fit":
+            if any(value is not None for value in given.values()):
+                raise TypeError("val_features/val_logits/val_pass_logits/val_labels are used only with "
+                                "temperature_scaling='fit'")
+            return
+        needed = [key for key in ("logits", "labels", "features") if key in val_reads]
+        if any(given[key] is None for key in needed):
+            names = {"logits": "val_logits (or val_pass_logits)", "labels": "val_labels", "features": "val_features"}
+            raise TypeError(f"temperature_scaling='fit' needs {', '.join(names[key] for key in needed)}")
 
     def _context(self, weight: np.ndarray, bias: np.ndarray) -> ModelContext:
         from csfbench.csf.registry import ModelContext
 
         return ModelContext(weight.shape[0], self._backbone, PARADIGM, weight, bias, weight, bias, self._quirks)
 
-    def _split(self, dataset: str, head_shape: tuple[int, int], features, logits, pass_logits, labels=None,
-               confidence=None, also_reads: frozenset = frozenset()) -> SplitData:
-        """:func:`_split` of the inputs this CSF reads (and ``also_reads``); zeros of the same rows stand in
-        for the features and logits it does not read, and the labels it does not read are left out."""
-        reads = self.reads | also_reads
+    def _read_split(self, dataset: str, head_shape: tuple[int, int], features, logits, pass_logits, labels=None,
+                    confidence=None, reads: frozenset | None = None) -> SplitData:
+        """:func:`_split` of the inputs of ``reads`` (default :attr:`reads`); zeros of the same rows stand
+        in for features and logits not read, and labels not read are left out."""
+        reads = self.reads if reads is None else reads
         features = features if "features" in reads else None
         logits, pass_logits = (logits, pass_logits) if "logits" in reads else (None, None)
         labels = labels if "labels" in reads else None
@@ -320,7 +332,16 @@ def _one_of(*values):
 def _width(*arrays) -> int | None:
     """The last-axis length of the first array given (None if none is)."""
     array = _one_of(*arrays)
-    return None if array is None else int(np.shape(array)[-1]) if np.ndim(array) else None
+    if array is None or np.ndim(array) == 0:
+        return None
+    return int(np.shape(array)[-1])
+
+
+def _logits_given(dataset: str, logits, pass_logits):
+    """The logits or pass logits given (None if neither is); TypeError if both are."""
+    if logits is not None and pass_logits is not None:
+        raise TypeError(f"{dataset}: give exactly one of logits (N×C) or pass_logits (N×P×C, MC dropout)")
+    return _one_of(logits, pass_logits)
 
 
 def _label_count(labels) -> int | None:
@@ -340,6 +361,7 @@ def _rows(dataset: str, *arrays) -> int:
 
 
 def _head(weight, bias) -> tuple[np.ndarray, np.ndarray]:
+    """The head W (C×D), b (C,) as float64 (ValueError for other shapes)."""
     weight = np.asarray(weight, dtype=np.float64)
     bias = np.asarray(bias, dtype=np.float64)
     if weight.ndim != 2 or bias.shape != weight.shape[:1]:
@@ -360,7 +382,8 @@ def _split(dataset: str, head_shape: tuple[int, int], features, logits, pass_log
     n_classes, dim = head_shape
     features = np.asarray(features)
     if features.ndim != 2 or features.shape[1] != dim:
-        raise ValueError(f"{dataset}: features must be N×{dim} (the head's D), got shape {features.shape}")
+        raise ValueError(f"{dataset}: features must be N×{dim} (the D of the head and of fit's inputs), "
+                         f"got shape {features.shape}")
     n = len(features)
     if (logits is None) == (pass_logits is None):
         raise TypeError(f"{dataset}: give exactly one of logits (N×C) or pass_logits (N×P×C, MC dropout)")
@@ -373,7 +396,8 @@ def _split(dataset: str, head_shape: tuple[int, int], features, logits, pass_log
             raise ValueError(f"{dataset}: pass_logits must be N×P×C with P >= 1, got shape {passes.shape}")
         logits = passes.mean(1)
     if logits.shape != (n, n_classes):
-        raise ValueError(f"{dataset}: logits must be {n}×{n_classes} (N×C of the head), got shape {logits.shape}")
+        raise ValueError(f"{dataset}: logits must be {n}×{n_classes} (N×C of the head and of fit's inputs), "
+                         f"got shape {logits.shape}")
     # the prediction of the engine's input modes: argmax of the logits, or of the mean softmax over passes
     pred = logits.argmax(1) if passes is None else softmax(passes).mean(1).argmax(1)
     if labels is None:

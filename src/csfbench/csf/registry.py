@@ -56,8 +56,9 @@ INPUTS = ("features", "logits", "labels", "head", "confidence")
 #: what every projected variant reads: its PCA is fitted on the correctly classified training features
 #: (prediction and label) and its logits are recomputed through the head
 PROJECTED_READS = frozenset({"features", "logits", "labels", "head"})
-LOGITS = frozenset({"logits"})
-FEATURES_HEAD = frozenset({"features", "head"})
+# the two most common declarations
+_LOGITS = frozenset({"logits"})
+_FEATURES_HEAD = frozenset({"features", "head"})
 
 
 @dataclass
@@ -98,7 +99,7 @@ class Csf:
     # space is bounded by "n_classes" keeps only the values <= C (:func:`grid_points`)
     grid: dict = field(default_factory=dict)
     # the inputs (of INPUTS) that the unprojected variant's fit and score read; a projected variant reads
-    # PROJECTED_READS.  tests/unit/test_detector_inputs.py checks both ways: the scores do not change when
+    # PROJECTED_READS.  tests/unit/test_detector.py checks both ways: the scores do not change when
     # the others are left out, and they do change when any declared one does
     reads: frozenset = PROJECTED_READS
 
@@ -217,23 +218,23 @@ def _confidence(state, view, ctx, hp):
 
 
 CSFS: tuple[Csf, ...] = (
-    Csf("MSR", ALL, lambda s, v, c, hp: ls.msr(v.probs), uses_temperature=True, reads=LOGITS),
-    Csf("MLS", ALL, lambda s, v, c, hp: ls.mls(v.logits, v.temperature), uses_temperature=True, reads=LOGITS),
-    Csf("PE", ALL, lambda s, v, c, hp: ls.pe(v.probs), uses_temperature=True, reads=LOGITS),
+    Csf("MSR", ALL, lambda s, v, c, hp: ls.msr(v.probs), uses_temperature=True, reads=_LOGITS),
+    Csf("MLS", ALL, lambda s, v, c, hp: ls.mls(v.logits, v.temperature), uses_temperature=True, reads=_LOGITS),
+    Csf("PE", ALL, lambda s, v, c, hp: ls.pe(v.probs), uses_temperature=True, reads=_LOGITS),
     Csf("GEN", ALL, lambda s, v, c, hp: ls.gen(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m(),
-        uses_temperature=True, grid=logit_methods.GEN_GRID, reads=LOGITS),
+        uses_temperature=True, grid=logit_methods.GEN_GRID, reads=_LOGITS),
     Csf("REN", ALL, lambda s, v, c, hp: ls.ren(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m(),
-        uses_temperature=True, reads=LOGITS),
-    Csf("GE", ALL, lambda s, v, c, hp: ls.ge(v.probs), uses_temperature=True, reads=LOGITS),
-    Csf("PCE", ALL, lambda s, v, c, hp: ls.pce(v.probs), uses_temperature=True, reads=LOGITS),
-    Csf("Energy", ALL, lambda s, v, c, hp: ls.energy(v.logits, v.temperature), uses_temperature=True, reads=LOGITS),
+        uses_temperature=True, reads=_LOGITS),
+    Csf("GE", ALL, lambda s, v, c, hp: ls.ge(v.probs), uses_temperature=True, reads=_LOGITS),
+    Csf("PCE", ALL, lambda s, v, c, hp: ls.pce(v.probs), uses_temperature=True, reads=_LOGITS),
+    Csf("Energy", ALL, lambda s, v, c, hp: ls.energy(v.logits, v.temperature), uses_temperature=True, reads=_LOGITS),
     Csf("GradNorm", NO_CLASS, _gradnorm_score, uses_temperature=True, reads=frozenset({"features", "logits"})),
     Csf("PCA RecError", PROJECTED, lambda s, v, c, hp: v.rec),
     Csf("KPCA RecError", PROJECTED, _kpca_score, _kpca_fit,
         space={"variance": (0.85, 0.99, "float"), "gamma": (0.1, 1.0, "float"),
                "n_landmarks": (2000, 5000, "int")},
         shares={"class_avg": "class", "class_pred": "class"}, uses_temperature=True),
-    Csf("CTM", ALL, _cos_score(lambda state, ctx: ctx.weight, "cos_weight"), reads=FEATURES_HEAD),
+    Csf("CTM", ALL, _cos_score(lambda state, ctx: ctx.weight, "cos_weight"), reads=_FEATURES_HEAD),
     Csf("CTMmean", ALL, _cos_score(lambda state, ctx: state["means"], "cos_mean"), _fit_class_means(False),
         reads=frozenset({"features", "labels"})),
     Csf("CTMmeanOC", ("none",), _cos_score(lambda state, ctx: state["means"], "cos_mean"), _fit_class_means(True),
@@ -250,9 +251,9 @@ CSFS: tuple[Csf, ...] = (
         reads=frozenset({"features", "labels"})),
     Csf("pNML", NO_CLASS,
         lambda s, v, c, hp: pnml_score(v.features, c.weight, c.bias, s["plus_factor"], s["perp_factor"]),
-        lambda t, c, hp: pnml_fit(t.features), reads=FEATURES_HEAD),
+        lambda t, c, hp: pnml_fit(t.features), reads=_FEATURES_HEAD),
     Csf("Residual", ("none",), lambda s, v, c, hp: sub.residual_score(v.features, s["origin"], s["basis"]),
-        _vim_fit, reads=FEATURES_HEAD),
+        _vim_fit, reads=_FEATURES_HEAD),
     Csf("ViM", ("none",), _vim_score, _vim_fit, reads=frozenset({"features", "logits", "head"})),
     Csf("NeCo", ("none",), _neco_score, lambda t, c, hp: sub.neco_fit(t.features, 100),
         reads=frozenset({"features", "logits"})),
@@ -260,12 +261,12 @@ CSFS: tuple[Csf, ...] = (
     # Post-hoc detectors of ICONIC-444 (Krumpl, Avenhaus & Possegger, arXiv 2601.10802, §3 and Table 7)
     # and ImageNet-OOD (Yang, Zhang & Russakovsky, ICLR 2024, arXiv 2310.01755, §3) computed from the
     # stored outputs, on the unprojected features and logits; search ranges span their grids
-    Csf("MSP", ("none",), lambda s, v, c, hp: ls.max_softmax(v.logits, 1.0), reads=LOGITS),
-    Csf("EBO", ("none",), lambda s, v, c, hp: ls.energy(v.logits, 1.0), reads=LOGITS),
+    Csf("MSP", ("none",), lambda s, v, c, hp: ls.max_softmax(v.logits, 1.0), reads=_LOGITS),
+    Csf("EBO", ("none",), lambda s, v, c, hp: ls.energy(v.logits, 1.0), reads=_LOGITS),
     Csf("ODIN", ("none",), lambda s, v, c, hp: logit_methods.odin(v.logits, hp["temperature"]),
-        space=_span(logit_methods.ODIN_GRID, "float"), grid=logit_methods.ODIN_GRID, reads=LOGITS),
+        space=_span(logit_methods.ODIN_GRID, "float"), grid=logit_methods.ODIN_GRID, reads=_LOGITS),
     Csf("KLM", ("none",), lambda s, v, c, hp: templates.klm_score(s, v.logits),
-        lambda t, c, hp: templates.klm_fit(t.logits), reads=LOGITS),
+        lambda t, c, hp: templates.klm_fit(t.logits), reads=_LOGITS),
     Csf("OpenMax", ("none",), lambda s, v, c, hp: openmax.openmax_score(s, v.logits),
         lambda t, c, hp: openmax.openmax_fit(t.logits, t.split.labels), reads=frozenset({"logits", "labels"})),
     Csf("KNN", ("none",), lambda s, v, c, hp: knn_score(s, v.features, int(hp["k"])),
@@ -273,21 +274,21 @@ CSFS: tuple[Csf, ...] = (
         reads=frozenset({"features"})),
     Csf("ReAct", ("none",), lambda s, v, c, hp: shaping.react_score(s, v.features, c.weight, c.bias),
         lambda t, c, hp: shaping.react_fit(t.features, hp["percentile"]),
-        space=_span(shaping.REACT_GRID, "float"), grid=shaping.REACT_GRID, reads=FEATURES_HEAD),
+        space=_span(shaping.REACT_GRID, "float"), grid=shaping.REACT_GRID, reads=_FEATURES_HEAD),
     *(Csf(f"ASH-{rule.upper()}", ("none",), _ash(rule), space=_span(shaping.ASH_GRID, "float"),
-          grid=shaping.ASH_GRID, reads=FEATURES_HEAD) for rule in ("s", "b", "p")),
+          grid=shaping.ASH_GRID, reads=_FEATURES_HEAD) for rule in ("s", "b", "p")),
     Csf("SCALE", ("none",), lambda s, v, c, hp: shaping.scale_score(v.features, c.weight, c.bias, hp["percentile"]),
-        space=_span(shaping.SCALE_GRID, "float"), grid=shaping.SCALE_GRID, reads=FEATURES_HEAD),
+        space=_span(shaping.SCALE_GRID, "float"), grid=shaping.SCALE_GRID, reads=_FEATURES_HEAD),
     Csf("DICE", ("none",), lambda s, v, c, hp: shaping.dice_score(s, v.features, c.bias),
         lambda t, c, hp: shaping.dice_fit(t.features, c.weight, hp["percentile"]),
-        space=_span(shaping.DICE_GRID, "float"), grid=shaping.DICE_GRID, reads=FEATURES_HEAD),
+        space=_span(shaping.DICE_GRID, "float"), grid=shaping.DICE_GRID, reads=_FEATURES_HEAD),
     Csf("RMDS", ("none",), lambda s, v, c, hp: templates.rmds_score(s, v.features),
         lambda t, c, hp: templates.rmds_fit(t.features, t.split.labels, c.n_classes),
         reads=frozenset({"features", "labels"})),
     Csf("SHE", ("none",), lambda s, v, c, hp: templates.she_score(s, v.features, v.logits),
         lambda t, c, hp: templates.she_fit(t.features, t.logits, t.split.labels),
         reads=frozenset({"features", "logits", "labels"})),
-    Csf("MaxCosine", ("none",), lambda s, v, c, hp: dist.max_cosine(v.features, c.weight), reads=FEATURES_HEAD),
+    Csf("MaxCosine", ("none",), lambda s, v, c, hp: dist.max_cosine(v.features, c.weight), reads=_FEATURES_HEAD),
 )
 
 BY_NAME = {csf.name: csf for csf in CSFS}
