@@ -201,9 +201,10 @@ class Detector:
         needs_train = self._csf.fit is not None or group != "none"
         # the temperature of an unprojected variant is fitted on the validation logits alone
         val_reads = frozenset({"logits", "labels"}) | (reads if group != "none" else frozenset())
+        train_logits = _logits_given("train", logits, pass_logits)
         given = {"head": head_weight if head_bias is not None else None}
         if needs_train:
-            given.update(features=features, logits=_logits_given("train", logits, pass_logits), labels=labels)
+            given.update(features=features, logits=train_logits, labels=labels)
         self._require("fit", **given)
         self._check_validation(val_reads, val_features, _logits_given("val", val_logits, val_pass_logits), val_labels)
         head = _head(head_weight, head_bias) if given["head"] is not None else None
@@ -220,7 +221,7 @@ class Detector:
         projection = _fit_projection(group, train, ctx.n_classes, self._projection_variance)
         # the input mode (MC-dropout pass logits or not) of the logits the CSF reads
         modes = set()
-        if "logits" in reads and _logits_given("train", logits, pass_logits) is not None:
+        if "logits" in reads and train_logits is not None:
             modes.add("det" if pass_logits is None else "mcd")
         if self._temperature_scaling == "fit":
             val = self._read_split("val", shape, val_features, val_logits, val_pass_logits, val_labels,
@@ -376,7 +377,8 @@ def _placeholder_head(n_classes: int, dim: int) -> tuple[np.ndarray, np.ndarray]
 
 def _split(dataset: str, head_shape: tuple[int, int], features, logits, pass_logits, labels=None,
            confidence=None) -> SplitData:
-    """The engine's :class:`SplitData` of user arrays; unlabelled (labels −1) when ``labels`` is None."""
+    """The engine's :class:`SplitData` of user arrays; unlabelled (labels −1) when ``labels`` is None.
+    Exactly one of ``logits`` and ``pass_logits`` is given (:meth:`Detector._read_split` sees to it)."""
     from csfbench.csf.inputs import SplitData
 
     n_classes, dim = head_shape
@@ -385,8 +387,6 @@ def _split(dataset: str, head_shape: tuple[int, int], features, logits, pass_log
         raise ValueError(f"{dataset}: features must be N×{dim} (the D of the head and of fit's inputs), "
                          f"got shape {features.shape}")
     n = len(features)
-    if (logits is None) == (pass_logits is None):
-        raise TypeError(f"{dataset}: give exactly one of logits (N×C) or pass_logits (N×P×C, MC dropout)")
     if pass_logits is None:
         mode, passes = "det", None
         logits = np.asarray(logits, dtype=np.float64)
