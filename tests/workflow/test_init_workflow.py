@@ -80,7 +80,7 @@ def _render_intro(config: dict) -> tuple[str, dict[str, list[str]]]:
     snakemake_ = type("Snakemake", (), {"config": config})
     rst = Environment(trim_blocks=True, lstrip_blocks=True).from_string(
         (REPO / "report/workflow.rst").read_text()).render(snakemake=snakemake_)
-    html = publish_parts(rst, writer_name="html")["html_body"]
+    html = publish_parts(rst, writer="html")["html_body"]
     return _intro(f"var workflow_desc = {json.dumps(html)};")
 
 
