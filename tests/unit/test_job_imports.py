@@ -1,7 +1,8 @@
 """Start-up weight of the workflow's jobs: a job's script imports its stage module, and a stage module that
 pulls in a library its job never calls costs every one of its jobs that library's import (torch ~2 s,
-matplotlib or the ranking statistics ~1 s each).  The libraries below are imported inside the functions
-that use them; each case imports the stage module of one job script in a fresh interpreter.
+matplotlib or the ranking statistics ~1 s each, scipy's special functions or MATLAB reader ~0.2 s each).
+The libraries below are imported inside the functions that use them; each case imports the stage module of
+one job script in a fresh interpreter, and ``csfbench.settings``, which most job scripts import.
 """
 from __future__ import annotations
 
@@ -11,15 +12,17 @@ import sys
 
 import pytest
 
-HEAVY = ("torch", "matplotlib", "scipy.stats", "networkx")
+HEAVY = ("torch", "matplotlib", "scipy.stats", "networkx", "scipy.special", "scipy.io")
 
 # job: (the stage module its script imports, the heavy libraries that job may load)
 CASES = {
-    "conformal_metrics": ("csfbench.stages.conformal", []),
+    "conformal_metrics": ("csfbench.stages.conformal", ["scipy.special"]),
     "nc_metrics": ("csfbench.stages.geometry", []),
     "proximity_regimes": ("csfbench.stages.proximity", []),
-    "projnorm_shift": ("csfbench.stages.projnorm", ["torch"]),
-    "pair_analyses": ("csfbench.stages.analyses", ["matplotlib", "scipy.stats", "networkx"]),
+    "projnorm_shift": ("csfbench.stages.projnorm", ["torch", "scipy.special"]),
+    "pair_analyses": ("csfbench.stages.analyses", ["matplotlib", "scipy.stats", "networkx", "scipy.special"]),
+    "extract_features": ("csfbench.stages.features", ["torch"]),
+    "any job's settings": ("csfbench.settings", []),
 }
 
 

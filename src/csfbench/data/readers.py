@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import numpy as np
-import scipy.io
 from PIL import Image
 
 from csfbench.data.base import ArrayImageSet, FileImageSet, ImageSet
@@ -320,6 +319,8 @@ def read_svhn(root: Path, split: str, name: str) -> ImageSet:
     Variable shapes are checked from the .mat header before the payload is loaded.
     Ids ``"{file}:{index}"``.
     """
+    import scipy.io  # here, not at the top: only SVHN is a MATLAB file, and every image job imports this module
+
     path = root / f"{split}_32x32.mat"
     header = {var: (shape, cls) for var, shape, cls in load_file(path, scipy.io.whosmat, "MATLAB file")}
     x_shape, x_class = header.get("X", ((), "missing"))

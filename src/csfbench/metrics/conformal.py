@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import gammaln
 
 from csfbench.atomic import save_npy
 from csfbench.metrics._inputs import MetricInputError, finite_1d
@@ -125,6 +124,8 @@ def read_band(path: str | Path, n: int) -> np.ndarray:
 def _simes(n: int, delta: float) -> np.ndarray:
     """Eq. 11 with k = max(⌊n/2⌋, 1): b_{n+1−i} = 1 − a_i, a_i = (δ Π_{l=0}^{k−1} (i − l)/(n − l))^{1/k}
     for i >= k and 0 below, the products as log-gamma differences."""
+    from scipy.special import gammaln  # here, not at the top: csfbench.settings imports this module's constants
+
     k = max(n // 2, 1)
     i = np.arange(k, n + 1)
     a = np.zeros(n)
