@@ -132,6 +132,25 @@ def test_temperature_minimises_the_validation_nll():
     assert fit_temperature(val.logits * 3, val.labels) == pytest.approx(3 * t, rel=1e-6)
 
 
+def test_a_temperature_at_the_search_bound_is_logged_as_a_warning(caplog):
+    """Separable validation logits: the NLL keeps falling as T → 0, so the minimiser sits on the lower bound;
+    logits of no information about the labels put it on the upper bound.  A calibrated T logs nothing."""
+    splits, _ = make_splits()
+    val = splits["val"]
+    with caplog.at_level("WARNING", logger="csfbench.csf.temperature"):
+        fit_temperature(val.logits, val.labels)
+        assert not caplog.records
+        separable = np.eye(4)[np.arange(40) % 4] * 5.0
+        fit_temperature(separable, np.arange(40) % 4)  # the NLL underflows to 0 below T ~ 0.01: any T there
+        assert "than at the search bound T = 0.000123" in caplog.text
+        assert "classified correctly" in caplog.text
+        caplog.clear()
+        uninformative = np.tile(np.eye(4), (10, 1)) * 5.0  # a quarter right: chance for C = 4
+        assert fit_temperature(uninformative, np.ones(40, dtype=int)) > 8e3
+        assert "than at the search bound T = 8.1e+03" in caplog.text
+        assert "no better than chance" in caplog.text
+
+
 def test_mcd_expected_variants_average_per_pass_scores():
     splits, ctx = make_splits(passes=4)
     _, scores = _fit_and_score("none", splits, ctx)

@@ -230,6 +230,8 @@ def test_maha_by_hand_1d():
     assert np.allclose(fit["precision"], [[0.3]])
     # h = 3: d0 = 2^2 * 0.3 = 1.2, d1 = 9^2 * 0.3 = 24.3 -> -1.2 ; h = 12 -> 0
     assert np.allclose(maha_score(np.array([[3.0], [12.0]]), **fit), [-1.2, 0.0])
+    with pytest.raises(ValueError, match="Maha needs at least 2 training samples for a covariance, got 1"):
+        maha_fit(h[:1], np.array([0]), 1)
 
 
 def test_maha_matches_loops():

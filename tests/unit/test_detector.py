@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import inspect
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -151,8 +152,11 @@ def _engine(group: str, mode: str, quirks: str):
 def test_equals_the_engine_with_temperatures_fitted_on_validation(name, variant, mode, quirks):
     fitted, scores = _engine(GROUP_OF[variant], mode, quirks)
     assert not fitted.csfs[(name, variant)].undefined
-    d = _fitted_detector(name, variant, mode, temperature_scaling="fit", quirks=quirks)
-    assert d.temperature == pytest.approx(fitted.temperatures[variant], rel=1e-12)
+    if BY_NAME[name].uses_temperature:
+        d = _fitted_detector(name, variant, mode, temperature_scaling="fit", quirks=quirks)
+        assert d.temperature == pytest.approx(fitted.temperatures[variant], rel=1e-12)
+    else:  # a CSF that reads no temperature takes only T = 1, and its engine scores do not depend on T
+        d = _fitted_detector(name, variant, mode, quirks=quirks)
     np.testing.assert_allclose(_score(d, mode), scores[(name, variant)], rtol=1e-12, atol=1e-12)
 
 
@@ -207,9 +211,21 @@ def test_no_hyper_parameter_is_shadowed_by_a_detector_option():
 
 @pytest.mark.parametrize("call, error, fragments", [
     (lambda: detector("NoSuchCSF"), ValueError, ["unknown CSF 'NoSuchCSF'", "MSR", "KPCA RecError"]),
-    (lambda: detector("GEN", m=3, gamma=0.1, beta=1.0), TypeError, ["unknown", "beta", "GEN takes", "gamma, m"]),
+    (lambda: detector("GEN", m=3, gamma=0.1, beta=1.0), TypeError,
+     ["unknown", "beta", "GEN takes", "gamma (real in [1e-06, 0.999999] when tuned), m (integer in [1, C] when tuned)"]),
     (lambda: detector("KPCA RecError", variance=0.9), TypeError,
-     ["missing", "gamma, n_landmarks", "KPCA RecError takes the hyper-parameters gamma, n_landmarks, variance"]),
+     ["missing", "gamma, n_landmarks", "KPCA RecError takes the hyper-parameters gamma (", "n_landmarks (integer in "
+      "[2000, 5000] when tuned), variance ("]),
+    (lambda: detector("KNN", k=None), TypeError, ["KNN's hyper-parameter k must be an integer number, got None"]),
+    (lambda: detector("KNN", k=50.7), TypeError, ["must be an integer number, got 50.7"]),
+    (lambda: detector("KNN", k="50"), TypeError, ["must be an integer number, got '50'"]),
+    (lambda: detector("KNN", k=True), TypeError, ["must be an integer number, got True"]),
+    (lambda: detector("ReAct", percentile=float("nan")), TypeError, ["must be a finite real number, got nan"]),
+    (lambda: detector("KNN", k=5, temperature_scaling="fit"), ValueError,
+     ["CSF KNN reads no temperature, so temperature_scaling must stay 1.0 (got 'fit')", "MSR, MLS"]),
+    (lambda: detector("MSP", temperature_scaling=2.0), ValueError, ["CSF MSP reads no temperature"]),
+    (lambda: detector("PCA RecError"), ValueError,
+     ["no variant 'none'", "global, class, class_avg, class_pred (each needs projection_variance"]),
     (lambda: detector("MSR", k=3), TypeError, ["unknown", "k", "MSR takes no hyper-parameters"]),
     (lambda: detector("ViM", variant="global", projection_variance=0.9), ValueError,
      ["ViM has no variant 'global'", "its variants are: none"]),
@@ -219,6 +235,7 @@ def test_no_hyper_parameter_is_shadowed_by_a_detector_option():
     (lambda: detector("MSR", projection_variance=0.9), ValueError, ["projected variants only"]),
     (lambda: detector("MSR", temperature_scaling=0.0), ValueError, ["> 0 or 'fit'"]),
     (lambda: detector("MSR", temperature_scaling="auto"), ValueError, ["> 0 or 'fit'"]),
+    (lambda: detector("MSR", temperature_scaling=np.array([1.0, 2.0])), ValueError, ["> 0 or 'fit'"]),
     (lambda: detector("MSR", quirks="loose"), ValueError, ["strict, compat_authors"]),
     (lambda: detector("Confidence", backbone="vit"), ValueError, ["CNN backbones only"]),
 ])
@@ -237,6 +254,69 @@ def test_score_before_fit_raises_for_every_csf_also_without_state():
     for name in ("MSR", "Maha"):
         with pytest.raises(RuntimeError, match="call fit"):
             detector(name).score(**_inputs(SPLITS["det"]["test"], labelled=False))
+    with pytest.raises(RuntimeError, match=r"CSF MSR \[none\] is not fitted yet: call fit\(\) first"):
+        detector("MSR").temperature
+
+
+def test_numpy_scalars_are_numbers():
+    """Options and hyper-parameters taken from numpy arrays (np.float32, np.int64) are accepted as numbers."""
+    train, test = SPLITS["det"]["train"], SPLITS["det"]["test"]
+    at_two = detector("MSR", temperature_scaling=np.float32(2.0)).fit().score(logits=test.logits)
+    np.testing.assert_allclose(at_two, softmax(test.logits, 2.0).max(1), rtol=1e-12)
+    knn = detector("KNN", k=np.int64(5)).fit(features=train.features).score(features=test.features)
+    assert np.array_equal(knn, detector("KNN", k=5).fit(features=train.features).score(features=test.features))
+    projected = detector("MSR", variant="global", projection_variance=np.float32(PROJECTION_VARIANCE))
+    assert projected.fit(**_inputs(train), head_weight=WEIGHT, head_bias=BIAS).score(
+        **_inputs(test, labelled=False)).shape == (len(test),)
+
+
+@pytest.mark.parametrize("split", ["train", "score"])
+@pytest.mark.parametrize("argument", ["features", "logits", "pass_logits"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_non_finite_input_is_refused_naming_input_split_and_row(split, argument, bad):
+    """A NaN or Inf in an input read is refused before any statistic is fitted or scored, for every split."""
+    mode = "mcd" if argument == "pass_logits" else "det"
+    inputs = {s: _inputs(SPLITS[mode][s]) for s in ("train", "test")}
+    key = "train" if split == "train" else "test"
+    array = np.array(inputs[key][argument], dtype=np.float64)
+    array[7, ..., 3] = bad
+    inputs[key][argument] = array
+    inputs["test"].pop("labels")
+    d = detector("NNGuide", k=10, alpha=0.3)  # reads features, logits and labels
+    with pytest.raises(ValueError, match=rf"^{split}: {argument} has \d+ NaN/Inf value\(s\) in 1 row\(s\), "
+                                         r"the first in row 7$"):
+        d.fit(**inputs["train"]).score(**inputs["test"])
+
+
+def test_a_non_finite_validation_input_is_refused():
+    val = _inputs(SPLITS["det"]["val"], prefix="val_")
+    val["val_logits"] = val["val_logits"].copy()
+    val["val_logits"][4, 0] = np.nan
+    with pytest.raises(ValueError, match="^val: logits has 1 NaN/Inf value"):
+        detector("MSR", temperature_scaling="fit").fit(val_logits=val["val_logits"], val_labels=val["val_labels"])
+
+
+def test_no_rows_give_no_scores_for_every_csf():
+    test = SPLITS["det"]["test"]
+    for csf, variant in variants_for(BACKBONE):
+        name = csf.name
+        d = _fitted_detector(name, variant, "det")
+        empty = d.score(features=test.features[:0], logits=test.logits[:0], confidence=test.confidence[:0])
+        assert empty.shape == (0,) and empty.dtype == np.float64, (name, variant)
+
+
+def test_a_score_that_cannot_rank_warns():
+    """ReAct clipped at percentile 0 of non-negative activations (the clip at 0) gives every row the energy of
+    the bias alone."""
+    train, test = SPLITS["det"]["train"], SPLITS["det"]["test"]
+    relu = np.maximum(train.features, 0)
+    d = detector("ReAct", percentile=0.0).fit(features=relu, head_weight=WEIGHT, head_bias=BIAS)
+    with pytest.warns(UserWarning, match=rf"CSF ReAct \[none\] gave all {len(test)} rows the same score .* cannot rank"):
+        d.score(features=np.maximum(test.features, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        detector("ReAct", percentile=90.0).fit(features=relu, head_weight=WEIGHT, head_bias=BIAS).score(
+            features=np.maximum(test.features, 0))
 
 
 def test_confidence_needs_the_confidence_head_output():
@@ -266,7 +346,9 @@ def test_fit_and_score_take_the_same_input_mode():
     ({"features": np.zeros((200, DIM + 1))}, "features must be N×16"),
     ({"logits": np.zeros((200, N_CLASSES + 1))}, "logits must be 200×8"),
     ({"pass_logits": np.zeros((200, 2, N_CLASSES))}, "exactly one of logits"),
-    ({"labels": np.full(200, N_CLASSES)}, "labels must lie in [0, 8)"),
+    ({"labels": np.full(200, N_CLASSES)}, "labels must lie in [0, 8) (C of the head, logits or largest label); "
+                                          "row 0 has 8 (200 rows outside)"),
+    ({"logits": np.zeros(200)}, "logits must be 2-D, N×C, got shape (200,)"),
     ({"labels": np.zeros(200)}, "labels must be 200 integers"),
 ])
 def test_inputs_are_checked_against_the_head(change, fragment):

@@ -14,8 +14,9 @@ a float64 array (N,) in the CSF's own unit (a probability, an energy in nats, a 
 oriented so that **higher = more confident = more in-distribution**.
 
 **Inputs.** Each CSF declares the inputs it reads (``Csf.reads``, shown as :attr:`Detector.reads`; a
-projected variant reads features, logits, labels and the head).  ``fit`` and ``score`` require those and
-ignore the others, so the call above works for every CSF and a logit score needs no more than logits::
+projected variant reads features, logits, labels and the head).  ``fit`` and ``score`` require those, and
+no score depends on the others, so the call above works for every CSF and a logit score needs no more
+than logits::
 
     detector("MSP").fit().score(logits=Z)                  # no features, head or training split
     detector("KNN", k=50).fit(features=H_train).score(features=H)
@@ -23,7 +24,9 @@ ignore the others, so the call above works for every CSF and a logit score needs
 ``fit`` takes the head (where read) and the training inputs of a CSF with fitted state or a projected
 variant; ``score`` the features, logits and confidences read.  C and D come from the head where
 given, else from the logits and features given (read or not), else C is the largest training label + 1;
-zeros of that shape stand in for what a CSF does not read.
+zeros of that shape stand in for what a CSF does not read.  So an input given but not read still fixes
+C or D and must agree in shape with the others.  Every input read must be finite: a NaN or Inf is a
+ValueError naming the input, the split ("train", "val", "score") and its first row.
 
 A :class:`Detector` computes what the workflow's CSF engine (:mod:`csfbench.csf.engine`) computes for
 one (CSF, variant) whose hyper-parameters are fixed: the same projection state, views
@@ -32,7 +35,10 @@ nothing on validation data, and it does not produce the engine's MC-dropout expe
 MI), which are not registry CSFs.  Choices:
 
 * **Hyper-parameters** are the keys of the CSF's search space (``Csf.space``), every one required as a
-  keyword argument; a CSF without a space takes none.
+  keyword argument: a real number, an integer where the space is one of integers (numpy scalars
+  included).  A CSF without a space takes none.  A value outside the search range is allowed (the range
+  is what the engine tunes in); a score that gives every row the same value, as a degenerate choice
+  can (ReAct's clip at percentile 0.9 of mostly-zero activations), warns (``UserWarning``).
 * ``variant``: the projection variant, "none" (default) or, where the CSF supports it, "global",
   "class", "class_avg" or "class_pred" (:mod:`csfbench.csf.projection`).  A projected variant needs
   ``projection_variance`` v ∈ (0, 1], the fraction of the training features' variance its PCA keeps
@@ -47,7 +53,9 @@ MI), which are not registry CSFs.  Choices:
   source minimising the validation negative log-likelihood, as the engine does (Claros-Olivares &
   Brockmeier, App. E), on ``val_logits`` (or ``val_pass_logits``) and ``val_labels`` given to ``fit``
   (with ``val_features`` where the CSF reads features); validation inputs are refused otherwise.  It
-  is not called ``temperature`` because that is a CSF's own hyper-parameter (ODIN's T).
+  is not called ``temperature`` because that is a CSF's own hyper-parameter (ODIN's T).  A CSF that
+  reads no temperature (``Csf.uses_temperature`` false: MSP and EBO are defined at T = 1, the feature
+  scores have none) refuses any value but 1.0.
 * ``backbone``: "vit" marks a ViT model, for which the ``cnn_only`` CSFs (Confidence: no paradigm
   confidence head) are refused and ``quirks="compat_authors"`` gives NeCo's ViT form; any other value
   is a CNN.  No registry CSF reads the training paradigm, so there is no paradigm argument.
@@ -69,6 +77,8 @@ MI), which are not registry CSFs.  Choices:
 """
 from __future__ import annotations
 
+import numbers
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -96,16 +106,18 @@ def detector(name: str, *, variant: str = "none", temperature_scaling: float | s
     Options (module docstring): ``variant``, ``temperature_scaling`` (T > 0 or "fit"),
     ``projection_variance`` (v ∈ (0, 1], projected variants only), ``backbone``, ``quirks``.
     Raises ValueError for an unknown CSF name, variant or option value, TypeError for unknown or
-    missing hyper-parameters; each message lists the valid choices.
+    missing hyper-parameters or one of the wrong type; each message lists the valid choices.
     """
-    from csfbench.csf.registry import BY_NAME, QUIRKS
+    from csfbench.csf.registry import BY_NAME, CSFS, QUIRKS
 
     csf = BY_NAME.get(name)
     if csf is None:
         raise ValueError(f"unknown CSF {name!r}; the registry's CSFs are: {', '.join(BY_NAME)}")
     _check_hyper_parameters(csf, hyper_parameters)
     if variant not in csf.variants:
-        raise ValueError(f"CSF {name} has no variant {variant!r}; its variants are: {', '.join(csf.variants)}")
+        projected = "" if "none" in csf.variants else " (each needs projection_variance in (0, 1])"
+        raise ValueError(f"CSF {name} has no variant {variant!r}; its variants are: {', '.join(csf.variants)}"
+                         f"{projected}")
     if csf.cnn_only and backbone == "vit":
         raise ValueError(f"CSF {name} is defined for CNN backbones only, not for backbone 'vit'")
     if quirks not in QUIRKS:
@@ -115,26 +127,43 @@ def detector(name: str, *, variant: str = "none", temperature_scaling: float | s
     if variant != "none" and not _is_fraction(projection_variance):
         raise ValueError(f"variant {variant!r} needs projection_variance, the fraction of the training features' "
                          f"variance its PCA keeps, in (0, 1]; got {projection_variance!r}")
-    if temperature_scaling != "fit" and not _is_positive(temperature_scaling):
+    if not (isinstance(temperature_scaling, str) and temperature_scaling == "fit") \
+            and not _is_positive(temperature_scaling):
         raise ValueError(f"temperature_scaling must be a temperature > 0 or 'fit', got {temperature_scaling!r}")
+    if not csf.uses_temperature and (isinstance(temperature_scaling, str) or float(temperature_scaling) != 1.0):
+        readers = ", ".join(c.name for c in CSFS if c.uses_temperature)
+        raise ValueError(f"CSF {name} reads no temperature, so temperature_scaling must stay 1.0 (got "
+                         f"{temperature_scaling!r}); the CSFs that read one: {readers}")
     return Detector(csf, variant, dict(hyper_parameters), temperature_scaling, projection_variance, backbone,
                     quirks)
 
 
 def _check_hyper_parameters(csf: Csf, given: dict) -> None:
+    """TypeError for an unknown, missing or non-numeric hyper-parameter (an integer one must be an integer)."""
     valid = sorted(csf.space)
-    takes = f"{csf.name} takes the hyper-parameters {', '.join(valid)}" if valid else \
-        f"{csf.name} takes no hyper-parameters"
+    ranges = {key: "{} in [{}, {}]".format("integer" if kind == "int" else "real", low,
+                                           "C" if high == "n_classes" else high)
+              for key, (low, high, kind) in csf.space.items()}
+    takes = (f"{csf.name} takes the hyper-parameters {', '.join(f'{key} ({ranges[key]} when tuned)' for key in valid)}"
+             if valid else f"{csf.name} takes no hyper-parameters")
     unknown = sorted(set(given) - set(valid))
     if unknown:
         raise TypeError(f"unknown hyper-parameter(s) {', '.join(unknown)}: {takes}")
     missing = [key for key in valid if key not in given]
     if missing:
         raise TypeError(f"missing hyper-parameter(s) {', '.join(missing)}: {takes}")
+    for key, value in given.items():
+        integer = csf.space[key][2] == "int"
+        kind = numbers.Integral if integer else numbers.Real
+        if not isinstance(value, kind) or isinstance(value, bool) or not np.isfinite(value):
+            raise TypeError(f"{csf.name}'s hyper-parameter {key} must be {'an integer' if integer else 'a finite real'}"
+                            f" number, got {value!r}: {takes}")
 
 
 def _is_positive(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value) and value > 0
+    """Whether ``value`` is a finite real number > 0 (numpy scalars included, booleans not)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and bool(np.isfinite(value)) \
+        and value > 0
 
 
 def _is_fraction(value) -> bool:
@@ -188,8 +217,8 @@ class Detector:
 
         ``features`` N×D, ``logits`` N×C or ``pass_logits`` N×P×C (MC dropout), ``labels`` (N,) in
         [0, C), ``head_weight`` C×D, ``head_bias`` (C,): the head where :attr:`reads` has it, the
-        training inputs it has where the CSF has fitted state or the variant is projected; the others are
-        ignored.  With ``temperature_scaling="fit"``, ``val_logits`` (or ``val_pass_logits``) and
+        training inputs it has where the CSF has fitted state or the variant is projected; the others
+        change no score (they may fix C and D: module docstring).  With ``temperature_scaling="fit"``, ``val_logits`` (or ``val_pass_logits``) and
         ``val_labels`` are required (and ``val_features`` for a projected variant); otherwise the
         ``val_*`` inputs are refused.
         """
@@ -249,8 +278,9 @@ class Detector:
 
         ``features`` N×D, ``logits`` N×C or ``pass_logits`` N×P×C (the same kind as given to
         :meth:`fit`), ``confidence`` (N,) the paradigm head's output: those of :attr:`reads` are
-        required, the others are ignored.  Raises RuntimeError before :meth:`fit`, ValueError for
-        non-finite confidences.
+        required, the others change no score.  Raises RuntimeError before :meth:`fit`, ValueError for
+        a non-finite input read or non-finite confidences; no rows give an empty array; warns
+        (``UserWarning``) when every row gets the same score.
         """
         from csfbench.csf.views import build_views
 
@@ -267,6 +297,8 @@ class Detector:
         split = self._read_split("score", weight.shape, features, logits, pass_logits, confidence=confidence)
         if fitted.mode is not None and split.mode != fitted.mode:
             raise ValueError("give pass_logits to both fit and score, or to neither")
+        if not len(split.features):
+            return np.empty(0)
         view = build_views(split, fitted.projection, weight, bias, fitted.temperatures)[self._owner]
         conf = self._csf.score(fitted.state, view, ctx, self.hyper_parameters)
         if self._owner in self._csf.shares.values():
@@ -275,6 +307,10 @@ class Detector:
         bad = int((~np.isfinite(conf)).sum())
         if bad:
             raise ValueError(f"CSF {self.name} [{self.variant}] produced {bad} non-finite confidences")
+        if len(conf) > 1 and conf.min() == conf.max():
+            warnings.warn(f"CSF {self.name} [{self.variant}] gave all {len(conf)} rows the same score "
+                          f"{conf[0]:.6g}, so it cannot rank them (hyper-parameters {self.hyper_parameters}; a "
+                          "degenerate fit such as a clip at 0 or a zero covariance does this)", stacklevel=2)
         return conf
 
     def _require(self, stage: str, **given) -> None:
@@ -321,7 +357,7 @@ class Detector:
 
     def _require_fit(self) -> _Fitted:
         if self._fitted is None:
-            raise RuntimeError(f"CSF {self.name} [{self.variant}]: call fit() before score()")
+            raise RuntimeError(f"CSF {self.name} [{self.variant}] is not fitted yet: call fit() first")
         return self._fitted
 
 
@@ -386,14 +422,19 @@ def _split(dataset: str, head_shape: tuple[int, int], features, logits, pass_log
     if features.ndim != 2 or features.shape[1] != dim:
         raise ValueError(f"{dataset}: features must be N×{dim} (the D of the head and of fit's inputs), "
                          f"got shape {features.shape}")
+    _check_finite(dataset, "features", features)
     n = len(features)
     if pass_logits is None:
         mode, passes = "det", None
         logits = np.asarray(logits, dtype=np.float64)
+        if logits.ndim != 2:
+            raise ValueError(f"{dataset}: logits must be 2-D, N×C, got shape {logits.shape}")
+        _check_finite(dataset, "logits", logits)
     else:
         mode, passes = "mcd", np.asarray(pass_logits, dtype=np.float64)
         if passes.ndim != 3 or passes.shape[1] == 0:
             raise ValueError(f"{dataset}: pass_logits must be N×P×C with P >= 1, got shape {passes.shape}")
+        _check_finite(dataset, "pass_logits", passes)
         logits = passes.mean(1)
     if logits.shape != (n, n_classes):
         raise ValueError(f"{dataset}: logits must be {n}×{n_classes} (N×C of the head and of fit's inputs), "
@@ -408,14 +449,28 @@ def _split(dataset: str, head_shape: tuple[int, int], features, logits, pass_log
             raise ValueError(f"{dataset}: no samples")
         if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
             raise ValueError(f"{dataset}: labels must be {n} integers, got {labels.dtype} of shape {labels.shape}")
-        if labels.min() < 0 or labels.max() >= n_classes:
-            raise ValueError(f"{dataset}: labels must lie in [0, {n_classes})")
+        outside = np.flatnonzero((labels < 0) | (labels >= n_classes))
+        if outside.size:
+            raise ValueError(f"{dataset}: labels must lie in [0, {n_classes}) (C of the head, logits or largest "
+                             f"label); row {outside[0]} has {labels[outside[0]]} ({outside.size} rows outside)")
         labels = labels.astype(np.int64)
     if confidence is not None:
         confidence = np.asarray(confidence, dtype=np.float64)
         if confidence.shape != (n,):
             raise ValueError(f"{dataset}: confidence must have shape ({n},), got {confidence.shape}")
+        _check_finite(dataset, "confidence", confidence)
     return SplitData(dataset, mode, features, logits, logits, labels, pred, confidence, passes)
+
+
+def _check_finite(dataset: str, name: str, array: np.ndarray) -> None:
+    """ValueError naming the input, the split and the first row of a NaN or Inf in ``array``."""
+    if not np.issubdtype(array.dtype, np.inexact):
+        return
+    finite = np.isfinite(array)
+    if not finite.all():
+        rows = np.flatnonzero(~finite.reshape(len(array), -1).all(1))
+        raise ValueError(f"{dataset}: {name} has {int((~finite).sum())} NaN/Inf value(s) in {rows.size} row(s), "
+                         f"the first in row {rows[0]}")
 
 
 def _fit_projection(group: str, train: SplitData, n_classes: int, variance: float | None) -> dict:

@@ -49,6 +49,8 @@ def maha_fit(features: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[s
     pseudo-inverse has a NaN/Inf entry.  Returns ``{"means": C×D, "precision": D×D}``.
     """
     features = np.asarray(features, dtype=np.float64)
+    if len(features) < 2:
+        raise ValueError(f"Maha needs at least 2 training samples for a covariance, got {len(features)}")
     means = class_means(features, labels, n_classes)
     labels = np.asarray(labels)
     n_rows, dim = features.shape

@@ -8,11 +8,15 @@ authors run LBFGS on T (lr 0.01, up to 2000 iterations); the objective is a conv
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
-LOG_T_BOUNDS = (-9.0, 9.0)  # T in [1.2e-4, 8.1e3]; a minimiser on the bound is reported as such
+log = logging.getLogger(__name__)
+LOG_T_BOUNDS = (-9.0, 9.0)  # T in [1.2e-4, 8.1e3]; a minimum no lower than at a bound is logged as a warning
+FLAT_TOLERANCE = 1e-9  # relative: an NLL within this of a bound's is no lower than it
 
 
 def temperature_nll(logits: np.ndarray, labels: np.ndarray, temperature: float) -> float:
@@ -36,4 +40,13 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
         raise ValueError(f"temperature scaling: labels outside [0, {logits.shape[1]}) in the validation set")
     result = minimize_scalar(lambda log_t: temperature_nll(logits, labels, float(np.exp(log_t))),
                              bounds=LOG_T_BOUNDS, method="bounded", options={"xatol": 1e-10})
-    return float(np.exp(result.x))
+    temperature = float(np.exp(result.x))
+    for log_t in LOG_T_BOUNDS:
+        at_bound = temperature_nll(logits, labels, float(np.exp(log_t)))
+        if result.fun >= at_bound - FLAT_TOLERANCE * max(1.0, at_bound):
+            cause = ("every validation sample is classified correctly, so the NLL falls to 0 as T → 0"
+                     if log_t < 0 else "the validation logits predict the labels no better than chance")
+            log.warning("temperature scaling: the validation NLL is no lower at the fitted T = %.3g than at the "
+                        "search bound T = %.3g (%s), so T is not identified by the validation set; softmax scores "
+                        "at it are saturated or flat", temperature, np.exp(log_t), cause)
+    return temperature
