@@ -218,6 +218,7 @@ def test_no_hyper_parameter_is_shadowed_by_a_detector_option():
       "[2000, 5000] when tuned), variance ("]),
     (lambda: detector("KNN", k=None), TypeError, ["KNN's hyper-parameter k must be an integer number, got None"]),
     (lambda: detector("KNN", k=50.7), TypeError, ["must be an integer number, got 50.7"]),
+    (lambda: detector("KNN", k=np.float64(np.inf)), TypeError, ["must be an integer number, got"]),
     (lambda: detector("KNN", k="50"), TypeError, ["must be an integer number, got '50'"]),
     (lambda: detector("KNN", k=True), TypeError, ["must be an integer number, got True"]),
     (lambda: detector("ReAct", percentile=float("nan")), TypeError, ["must be a finite real number, got nan"]),
@@ -263,8 +264,10 @@ def test_numpy_scalars_are_numbers():
     train, test = SPLITS["det"]["train"], SPLITS["det"]["test"]
     at_two = detector("MSR", temperature_scaling=np.float32(2.0)).fit().score(logits=test.logits)
     np.testing.assert_allclose(at_two, softmax(test.logits, 2.0).max(1), rtol=1e-12)
-    knn = detector("KNN", k=np.int64(5)).fit(features=train.features).score(features=test.features)
-    assert np.array_equal(knn, detector("KNN", k=5).fit(features=train.features).score(features=test.features))
+    knn = detector("KNN", k=5).fit(features=train.features).score(features=test.features)
+    # an integer hyper-parameter as a numpy integer, or as a float of integer value (a JSON or YAML number)
+    for k in (np.int64(5), 5.0, np.float32(5)):
+        assert np.array_equal(detector("KNN", k=k).fit(features=train.features).score(features=test.features), knn)
     projected = detector("MSR", variant="global", projection_variance=np.float32(PROJECTION_VARIANCE))
     assert projected.fit(**_inputs(train), head_weight=WEIGHT, head_bias=BIAS).score(
         **_inputs(test, labelled=False)).shape == (len(test),)
@@ -286,6 +289,23 @@ def test_a_non_finite_input_is_refused_naming_input_split_and_row(split, argumen
     with pytest.raises(ValueError, match=rf"^{split}: {argument} has \d+ NaN/Inf value\(s\) in 1 row\(s\), "
                                          r"the first in row 7$"):
         d.fit(**inputs["train"]).score(**inputs["test"])
+
+
+@pytest.mark.parametrize("part", ["head_weight", "head_bias"])
+def test_a_non_finite_head_is_refused(part):
+    head = {"head_weight": WEIGHT.copy(), "head_bias": BIAS.copy()}
+    head[part][(1,) * head[part].ndim] = np.nan
+    with pytest.raises(ValueError, match=f"^head: {part} has 1 NaN/Inf value"):
+        detector("MaxCosine").fit(**head)
+
+
+def test_an_unidentified_temperature_is_logged_once_per_logit_source(caplog):
+    """Separable validation logits: the detector's warning names the logits; the unprojected T is fitted once."""
+    val = SPLITS["det"]["val"]
+    separable = np.eye(N_CLASSES)[val.labels] * 50.0
+    with caplog.at_level("WARNING", logger="csfbench.csf.temperature"):
+        detector("MSR", temperature_scaling="fit").fit(val_logits=separable, val_labels=val.labels)
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["temperature scaling of the unprojected logits"]
 
 
 def test_a_non_finite_validation_input_is_refused():

@@ -54,8 +54,9 @@ MI), which are not registry CSFs.  Choices:
   Brockmeier, App. E), on ``val_logits`` (or ``val_pass_logits``) and ``val_labels`` given to ``fit``
   (with ``val_features`` where the CSF reads features); validation inputs are refused otherwise.  It
   is not called ``temperature`` because that is a CSF's own hyper-parameter (ODIN's T).  A CSF that
-  reads no temperature (``Csf.uses_temperature`` false: MSP and EBO are defined at T = 1, the feature
-  scores have none) refuses any value but 1.0.
+  reads no temperature (``Csf.uses_temperature`` false: MSP, EBO and the other detectors defined at
+  T = 1, and the scores of features alone; KPCA RecError reads the base T for its landmark energies)
+  refuses any value but 1.0.
 * ``backbone``: "vit" marks a ViT model, for which the ``cnn_only`` CSFs (Confidence: no paradigm
   confidence head) are refused and ``quirks="compat_authors"`` gives NeCo's ViT form; any other value
   is a CNN.  No registry CSF reads the training paradigm, so there is no paradigm argument.
@@ -154,8 +155,9 @@ def _check_hyper_parameters(csf: Csf, given: dict) -> None:
         raise TypeError(f"missing hyper-parameter(s) {', '.join(missing)}: {takes}")
     for key, value in given.items():
         integer = csf.space[key][2] == "int"
-        kind = numbers.Integral if integer else numbers.Real
-        if not isinstance(value, kind) or isinstance(value, bool) or not np.isfinite(value):
+        # an integer may come as a float of integer value (50.0: a JSON or YAML number, a tuned parameter)
+        if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value) \
+                or (integer and not float(value).is_integer()):
             raise TypeError(f"{csf.name}'s hyper-parameter {key} must be {'an integer' if integer else 'a finite real'}"
                             f" number, got {value!r}: {takes}")
 
@@ -222,7 +224,7 @@ class Detector:
         ``val_labels`` are required (and ``val_features`` for a projected variant); otherwise the
         ``val_*`` inputs are refused.
         """
-        from csfbench.csf.temperature import fit_temperature
+        from csfbench.csf.temperature import fit_temperature, fit_temperatures
         from csfbench.csf.views import build_views, variant_logits
 
         reads, group = self.reads, GROUP_OF[self.variant]
@@ -258,9 +260,9 @@ class Detector:
             modes.add(val.mode)
             if len(modes) > 1:
                 raise ValueError("give pass_logits for both the training and the validation split, or for neither")
-            parts = variant_logits(val, projection, weight, bias)
-            temperatures = {v: fit_temperature(parts[v][1], val.labels) for v in GROUP_VARIANTS[group]}
-            ctx.base_temperature = fit_temperature(val.logits, val.labels)
+            ctx.base_temperature = fit_temperature(val.logits, val.labels, "unprojected logits")
+            temperatures = fit_temperatures(variant_logits(val, projection, weight, bias), val.labels,
+                                            ctx.base_temperature)
         else:
             temperatures = dict.fromkeys(GROUP_VARIANTS[group], float(self._temperature_scaling))
             ctx.base_temperature = float(self._temperature_scaling)
@@ -309,8 +311,9 @@ class Detector:
             raise ValueError(f"CSF {self.name} [{self.variant}] produced {bad} non-finite confidences")
         if len(conf) > 1 and conf.min() == conf.max():
             warnings.warn(f"CSF {self.name} [{self.variant}] gave all {len(conf)} rows the same score "
-                          f"{conf[0]:.6g}, so it cannot rank them (hyper-parameters {self.hyper_parameters}; a "
-                          "degenerate fit such as a clip at 0 or a zero covariance does this)", stacklevel=2)
+                          f"{conf[0]:.6g}, so it cannot rank them: saturated scores (a softmax of 1 at large "
+                          "logit margins) or a degenerate fit or hyper-parameter (a clip at 0, a zero covariance; "
+                          f"hyper-parameters {self.hyper_parameters})", stacklevel=2)
         return conf
 
     def _require(self, stage: str, **given) -> None:
@@ -398,11 +401,13 @@ def _rows(dataset: str, *arrays) -> int:
 
 
 def _head(weight, bias) -> tuple[np.ndarray, np.ndarray]:
-    """The head W (C×D), b (C,) as float64 (ValueError for other shapes)."""
+    """The head W (C×D), b (C,) as float64 (ValueError for other shapes or a NaN/Inf)."""
     weight = np.asarray(weight, dtype=np.float64)
     bias = np.asarray(bias, dtype=np.float64)
     if weight.ndim != 2 or bias.shape != weight.shape[:1]:
         raise ValueError(f"head_weight must be C×D and head_bias (C,), got {weight.shape} and {bias.shape}")
+    _check_finite("head", "head_weight", weight)
+    _check_finite("head", "head_bias", bias)
     return weight, bias
 
 

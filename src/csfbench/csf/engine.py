@@ -34,7 +34,7 @@ from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, proje
                                      rec_confidence)
 from csfbench.csf.registry import (BY_NAME, EXPECTED, PROTOCOLS, TEMPERATURES, Csf, ModelContext, bounds,
                                    flavour_name, grid_points, variants_for)
-from csfbench.csf.temperature import fit_temperature
+from csfbench.csf.temperature import fit_temperature, fit_temperatures
 from csfbench.csf.tuning import grid_search, tune
 from csfbench.csf.views import View, build_views, variant_logits
 from csfbench.metrics import auroc, augrc
@@ -242,15 +242,6 @@ def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelConte
     return state(best["variance"])
 
 
-def fit_temperatures(val: SplitData, parts: dict) -> dict[str, float]:
-    """One temperature per logit source of the group, on validation.
-
-    ``parts`` are :func:`~csfbench.csf.views.variant_logits` of the validation split.
-    """
-    return {variant: fit_temperature(part[1], val.labels) for variant, part in parts.items()
-            if not variant.startswith("_")}
-
-
 def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, tuning: TuningSettings,
              protocol: str = "bayes", ood: View | None = None) -> FittedCsf:
     """Hyper-parameters and fitted state of one (CSF, variant) flavour; ``protocol`` as :func:`flavours`
@@ -310,11 +301,11 @@ def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tu
     if grid:
         _check_ood_validation(ood_val)
         check_dims(ood_val, ctx)
-    ctx.base_temperature = fit_temperature(val.logits, val.labels)
+    ctx.base_temperature = fit_temperature(val.logits, val.labels, "unprojected logits")
     t0 = time.perf_counter()
     projection = fit_projection(group, train, val, ctx, tuning)
     val_parts = variant_logits(val, projection, ctx.weight, ctx.bias)
-    temperatures = fit_temperatures(val, val_parts)
+    temperatures = fit_temperatures(val_parts, val.labels, ctx.base_temperature)
     views_train = _temperature_views(train, projection, ctx, temperatures)
     views_val = _temperature_views(val, projection, ctx, temperatures, val_parts)
     views_ood = _temperature_views(ood_val, projection, ctx, temperatures) if grid else None

@@ -25,10 +25,11 @@ def temperature_nll(logits: np.ndarray, labels: np.ndarray, temperature: float) 
     return float(-logp[np.arange(len(labels)), labels].mean())
 
 
-def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
+def fit_temperature(logits: np.ndarray, labels: np.ndarray, source: str = "logits") -> float:
     """The temperature T > 0 minimising the validation NLL of ``softmax(logits / T)``.
 
-    ``logits`` N×C, ``labels`` N integer class indices in [0, C).
+    ``logits`` N×C, ``labels`` N integer class indices in [0, C); ``source`` names the logits in the
+    warning logged when the validation set does not identify T.
     """
     logits = np.asarray(logits, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.int64)
@@ -46,7 +47,18 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
         if result.fun >= at_bound - FLAT_TOLERANCE * max(1.0, at_bound):
             cause = ("every validation sample is classified correctly, so the NLL falls to 0 as T → 0"
                      if log_t < 0 else "the validation logits predict the labels no better than chance")
-            log.warning("temperature scaling: the validation NLL is no lower at the fitted T = %.3g than at the "
-                        "search bound T = %.3g (%s), so T is not identified by the validation set; softmax scores "
-                        "at it are saturated or flat", temperature, np.exp(log_t), cause)
+            log.warning("temperature scaling of the %s: the validation NLL is no lower at the fitted T = %.3g "
+                        "than at the search bound T = %.3g (%s), so T is not identified by the validation set; "
+                        "softmax scores at it are saturated or flat", source, temperature, np.exp(log_t), cause)
     return temperature
+
+
+def fit_temperatures(parts: dict, labels: np.ndarray, base: float) -> dict[str, float]:
+    """One temperature per logit source of a fit group, on validation.
+
+    ``parts`` are :func:`~csfbench.csf.views.variant_logits` of the validation split ({variant: (features,
+    logits, columns)}; keys starting with "_" are not variants); ``base`` is the T already fitted on the
+    unprojected logits (the base temperature), which are the "none" variant's.
+    """
+    return {variant: base if variant == "none" else fit_temperature(part[1], labels, f"{variant} variant's logits")
+            for variant, part in parts.items() if not variant.startswith("_")}

@@ -55,18 +55,10 @@ def figure_settings(section: dict) -> dict[str, Any]:
 
 
 def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
-    """Write ``fig`` as PNG (150 dpi) and PDF, atomically, cropped to its tight bounding box (every
-    artist plus matplotlib's ``savefig.pad_inches``), and close it.
-
-    The box is measured once, in one layout pass at 150 dpi, for both formats: ``bbox_inches="tight"``
-    would lay the figure out and measure it again for each format.
-    """
-    fig.set_dpi(150)
-    fig.draw_without_rendering()
-    box = fig.get_tightbbox().padded(plt.rcParams["savefig.pad_inches"])
+    """Write ``fig`` as PNG (150 dpi) and PDF, atomically, and close it."""
     for path, fmt in ((png, "png"), (pdf, "pdf")):
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=150, bbox_inches=box)
+            fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
     plt.close(fig)
 
 
