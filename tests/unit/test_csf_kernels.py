@@ -216,8 +216,12 @@ def test_class_means_mask_fallback_and_errors():
     assert np.array_equal(class_means(h, y, 2), [[1, 1], [10, 10]])
     # class 0 restricted to its masked sample, class 1 has none masked -> all its samples
     assert np.array_equal(class_means(h, y, 2, mask=np.array([False, True, False])), [[2, 2], [10, 10]])
-    with pytest.raises(ValueError, match="class 2 has no sample"):
+    with pytest.raises(ValueError, match=r"class 2 has no sample: cannot compute its mean \(C = 3 classes; "
+                                         r"no sample of 1 of them: 2\)"):
         class_means(h, y, 3)
+    with pytest.raises(ValueError, match=r"class 1 has no sample: .* \(C = 14 classes; no sample of 12 of them: "
+                                         r"1, 2, 3, 4, 5, 6, 7, 8, 9, 10, …\)"):
+        class_means(np.zeros((2, 2)), np.array([0, 13]), 14)
     with pytest.raises(ValueError, match="labels must lie in"):
         class_means(h, np.array([0, 0, 2]), 2)
 

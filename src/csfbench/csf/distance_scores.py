@@ -34,7 +34,10 @@ def class_means(features: np.ndarray, labels: np.ndarray, n_classes: int,
     for k in range(n_classes):
         members = labels == k
         if not members.any():
-            raise ValueError(f"class {k} has no sample: cannot compute its mean")
+            absent = np.setdiff1d(np.arange(n_classes), labels)
+            raise ValueError(f"class {k} has no sample: cannot compute its mean (C = {n_classes} classes; no "
+                             f"sample of {absent.size} of them: {', '.join(map(str, absent[:10]))}"
+                             f"{', …' if absent.size > 10 else ''})")
         if mask is not None and (members & mask).any():
             members &= mask
         means[k] = features[members].mean(axis=0)
