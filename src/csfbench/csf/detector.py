@@ -128,10 +128,10 @@ def detector(name: str, *, variant: str = "none", temperature_scaling: float | s
     if variant != "none" and not _is_fraction(projection_variance):
         raise ValueError(f"variant {variant!r} needs projection_variance, the fraction of the training features' "
                          f"variance its PCA keeps, in (0, 1]; got {projection_variance!r}")
-    if not (isinstance(temperature_scaling, str) and temperature_scaling == "fit") \
-            and not _is_positive(temperature_scaling):
+    fitted = isinstance(temperature_scaling, str) and temperature_scaling == "fit"
+    if not fitted and not _is_positive(temperature_scaling):
         raise ValueError(f"temperature_scaling must be a temperature > 0 or 'fit', got {temperature_scaling!r}")
-    if not csf.uses_temperature and (isinstance(temperature_scaling, str) or float(temperature_scaling) != 1.0):
+    if not csf.uses_temperature and (fitted or float(temperature_scaling) != 1.0):
         readers = ", ".join(c.name for c in CSFS if c.uses_temperature)
         raise ValueError(f"CSF {name} reads no temperature, so temperature_scaling must stay 1.0 (got "
                          f"{temperature_scaling!r}); the CSFs that read one: {readers}")
@@ -220,9 +220,9 @@ class Detector:
         ``features`` N×D, ``logits`` N×C or ``pass_logits`` N×P×C (MC dropout), ``labels`` (N,) in
         [0, C), ``head_weight`` C×D, ``head_bias`` (C,): the head where :attr:`reads` has it, the
         training inputs it has where the CSF has fitted state or the variant is projected; the others
-        change no score (they may fix C and D: module docstring).  With ``temperature_scaling="fit"``, ``val_logits`` (or ``val_pass_logits``) and
-        ``val_labels`` are required (and ``val_features`` for a projected variant); otherwise the
-        ``val_*`` inputs are refused.
+        change no score (they may fix C and D: module docstring).  With ``temperature_scaling="fit"``,
+        ``val_logits`` (or ``val_pass_logits``) and ``val_labels`` are required (and ``val_features`` for
+        a projected variant); otherwise the ``val_*`` inputs are refused.
         """
         from csfbench.csf.temperature import fit_temperature, fit_temperatures
         from csfbench.csf.views import build_views, variant_logits
