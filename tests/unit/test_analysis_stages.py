@@ -16,6 +16,7 @@ from sklearn.metrics import roc_auc_score
 
 from csfbench.analysis import IdentityError
 from csfbench.analysis import decomposition as decomposition_module
+from csfbench.errors import FeatureFileError
 from csfbench.proximity import encoders
 from csfbench.report.analyses import pair_ranking_table
 from csfbench.stages import analyses as stage
@@ -67,7 +68,7 @@ def trained(tmp_path):
 
 
 def test_model_cells_decompose_every_pair_and_reject_at_the_transferred_threshold(trained):
-    table, frr, random = stage.model_cells(trained, SETTINGS)
+    table, frr, random = stage.model_cells(stage.read_model_scores(trained), SETTINGS)
     assert random == {}
     cells = table.set_index(["csf", "id_set", "ood_set"])
     assert set(cells.index) == {(c, i, "near") for c in ("MLS", "MSR") for i in ("test", "corrupt")}
@@ -88,7 +89,7 @@ def test_model_cells_decompose_every_pair_and_reject_at_the_transferred_threshol
     assert rows.loc[("MSR", "corrupt"), "frr"] == pytest.approx(1 / 3)
     assert rows.loc[("MLS", "test"), "frr"] == pytest.approx(1 / 3)  # τ = 0.25: {0.1} of {0.6, 0.9, 0.1}
     assert set(frr["semantic_set"]) == {"near"} and set(frr["model"]) == {TRAINED}
-    only_msr = stage.model_cells(trained, {**SETTINGS, "csfs": ["MSR"], "covariate_x_semantic": False,
+    only_msr = stage.model_cells(stage.read_model_scores(trained), {**SETTINGS, "csfs": ["MSR"], "covariate_x_semantic": False,
                                            "pairs": [{"id": "test", "ood": "corrupt"}]})[0]
     assert list(zip(only_msr["csf"], only_msr["id_set"], only_msr["ood_set"])) == [("MSR", "test", "corrupt")]
 
@@ -102,7 +103,7 @@ def write_metrics_file(path: Path) -> Path:
 
 def test_pair_rows_carry_every_scheme_of_their_pair_with_the_id_role_named(trained):
     settings = {**SETTINGS, "schemes": list(stage.PAIR_SCHEMES)}
-    table, frr, _ = stage.model_cells(trained, settings)
+    table, frr, _ = stage.model_cells(stage.read_model_scores(trained), settings)
     sets = {"test": {"shift_type": "id", "regime": "test"}, "near": {"shift_type": "semantic", "regime": "near"},
             "corrupt": {"shift_type": "covariate", "regime": "covariate", "corruption": "fog", "severity": 3}}
     rows = stage.pair_metric_rows("demo10", table, frr, sets, settings, {(False, "MSR", "none"): "none"})
@@ -126,14 +127,14 @@ def test_pair_rows_carry_every_scheme_of_their_pair_with_the_id_role_named(train
     # an explicit pair names its own schemes
     explicit = {**settings, "covariate_x_semantic": False,
                 "pairs": [{"id": "corrupt", "ood": "near", "schemes": ["incorrect_vs_ood"]}]}
-    table = stage.model_cells(trained, explicit)[0]
+    table = stage.model_cells(stage.read_model_scores(trained), explicit)[0]
     only = stage.pair_metric_rows("demo10", table, frr, sets, explicit, {})
     assert set(only["scheme"]) == {"incorrect_vs_ood"} and set(only["id_set"]) == {"corrupt"}
 
 
 def test_a_random_model_gets_its_check_scores_and_no_false_rejection(tmp_path):
     path = write_scores_file(tmp_path / "random.h5", RANDOM, standard_sets())
-    table, frr, random = stage.model_cells(path, SETTINGS)
+    table, frr, random = stage.model_cells(stage.read_model_scores(path), SETTINGS)
     assert frr.empty and set(table["paradigm"]) == {"random"}
     assert list(random["id"]["MSR"]) == TEST_MSR and set(random["shift"]) == {"near", "corrupt"}
 
@@ -149,7 +150,7 @@ def test_the_cell_check_fails_naming_the_cell(trained, monkeypatch):
     monkeypatch.setattr(decomposition_module, "decompose", off)
     with pytest.raises(IdentityError, match=f"model='{TRAINED}'.*csf='MSR', id_set='corrupt', ood_set='near'.*"
                                             "newclass: direct"):
-        stage.model_cells(trained, SETTINGS)
+        stage.model_cells(stage.read_model_scores(trained), SETTINGS)
 
 
 def write_embeddings(path: Path, sets: dict[str, np.ndarray], encoder: str = "enc") -> Path:
@@ -169,13 +170,15 @@ def test_distance_analysis_bins_semantic_and_covariate_sets_by_their_distance_to
             _set("corrupt", "covariate", "covariate", corrupt_msr, [1] * 6)]
     trained = write_scores_file(tmp_path / "a.h5", TRAINED, sets)
     partial = write_scores_file(tmp_path / "b.h5", "vgg13_devries_do0_rew0_run2", sets[:2])  # no covariate set
-    random = write_scores_file(tmp_path / "r.h5", RANDOM, sets)
     # 1-D embeddings: the ID test split at 0 and 10, the query samples at known distances from 0
     near_distance, corrupt_distance = np.array([5.0, 1, 3, 2, 4, 0.5]), np.array([2.0, 2.5, 0.1, 4, 1, 3])
     proximity = write_embeddings(tmp_path / "p.h5", {"train": np.zeros((2, 1)), "test": np.array([[0.0], [10.0]]),
                                                      "near": -near_distance[:, None]})
     covariate = write_embeddings(tmp_path / "c.h5", {"corrupt": -corrupt_distance[:, None]})
-    bins, fits, overlaps = stage.distance_analysis([trained, partial, random], [proximity, covariate], SETTINGS)
+    distances = stage.query_distances([proximity, covariate])
+    parts = [stage.model_distance(stage.read_model_scores(path), distances, SETTINGS) for path in (trained, partial)]
+    bins, fits = (pd.concat(frames, ignore_index=True) for frames in zip(*parts))
+    overlaps = stage.distance_overlaps(fits)
     assert set(zip(fits["model"], fits["query_set"])) == {(TRAINED, "near"), (TRAINED, "corrupt"),
                                                           ("vgg13_devries_do0_rew0_run2", "near")}
     for name, distance, conf in (("near", near_distance, near_msr), ("corrupt", corrupt_distance, corrupt_msr)):
@@ -195,14 +198,31 @@ def test_distance_analysis_bins_semantic_and_covariate_sets_by_their_distance_to
         stage.query_embeddings([proximity, write_embeddings(tmp_path / "o.h5", {"corrupt": np.zeros((6, 1))}, "x")])
     short = write_embeddings(tmp_path / "s.h5", {"corrupt": np.zeros((5, 1))})
     with pytest.raises(ValueError, match=r"5 embeddings of set 'corrupt', but .*a\.h5 scores 6 samples"):
-        stage.distance_analysis([trained], [proximity, short], SETTINGS)
+        stage.model_distance(stage.read_model_scores(trained), stage.query_distances([proximity, short]), SETTINGS)
+
+
+def test_the_analyses_read_only_the_unprojected_deterministic_scores(tmp_path):
+    path = write_scores_file(tmp_path / "t.h5", TRAINED, standard_sets())
+    with h5py.File(path, "a") as fh:
+        fh.create_dataset("test/mcd/correct", data=np.zeros(4, dtype=bool))
+        fh.create_dataset("test/mcd/MSR/none", data=np.zeros(4))
+    scores = stage.read_model_scores(path)
+    assert (scores.model, scores.source, scores.paradigm) == (TRAINED, "demo10", "devries")
+    assert set(scores.confidences) == {"test", "near", "corrupt"}
+    assert list(scores.confidences["test"]["MSR"]) == TEST_MSR  # not the projected variant's 0.5s
+    assert list(scores.correct["test"]) == [bool(c) for c in TEST_CORRECT]  # not the MC-dropout mode's
+    assert scores.of("test", ["MLS"]).keys() == {"MLS"}
+    with h5py.File(path, "a") as fh:
+        del fh["test"]
+    with pytest.raises(FeatureFileError, match=r"t\.h5: no scores of the ID test split \('test'\); has \['corrupt', 'near'\]"):
+        stage.read_model_scores(path)
 
 
 def test_category_rows_and_tables_follow_iconic_444(tmp_path):
     sets = [*standard_sets(), _set("noise", "semantic", "far", [0.05, 0.15, 0.6], [0, 0, 0]),
             _set("photos", "semantic", "far", [0.25, 0.95], [0, 0])]
     first = write_scores_file(tmp_path / "1.h5", TRAINED, sets)
-    rows = stage.category_rows(first, ["MSR"])
+    rows = stage.category_rows(stage.read_model_scores(first), ["MSR"])
     assert set(rows["category"]) == {"near", "far", "covariate"} and set(rows["method"]) == {"MSR"}
     assert set(rows["arch"]) == {"vgg13 devries"} and set(rows["run"]) == {1} and set(rows["task"]) == {"demo10"}
     auroc = rows[rows["metric"] == "auroc"].set_index(["category", "subset"])["value"]
@@ -216,11 +236,11 @@ def test_category_rows_and_tables_follow_iconic_444(tmp_path):
     long_files = []
     for i, path in enumerate((first, second, noise)):
         long_files.append(tmp_path / f"long{i}.csv")
-        stage.category_rows(path, ["MSR"]).to_csv(long_files[-1], index=False)
+        stage.category_rows(stage.read_model_scores(path), ["MSR"]).to_csv(long_files[-1], index=False)
     outputs = {view: str(tmp_path / f"categories_{view}.csv") for view in ("averaged", "pooled")}
     outputs.update(png=str(tmp_path / "categories.png"), pdf=str(tmp_path / "categories.pdf"))
     stage.write_category_tables(long_files, outputs)
-    runs = pd.concat([stage.category_rows(p, ["MSR"]) for p in (first, second)])
+    runs = pd.concat([stage.category_rows(stage.read_model_scores(p), ["MSR"]) for p in (first, second)])
     runs = runs[runs["metric"] == "auroc"]
     near = runs[runs["category"] == "near"]["value"].to_numpy()
     far_avg = [runs[(runs["category"] == "far") & (runs["subset"] != "(pooled)") & (runs["run"] == r)]["value"].mean()
@@ -237,9 +257,8 @@ def test_category_rows_and_tables_follow_iconic_444(tmp_path):
     assert Path(outputs["png"]).stat().st_size > 10_000 and Path(outputs["pdf"]).is_file()
 
 
-def test_score_views_rank_msp_and_max_logit_per_group(trained, tmp_path):
-    random = write_scores_file(tmp_path / "r.h5", RANDOM, standard_sets())
-    ranks, curves, title = stage.score_views([random, trained], "MSR")
+def test_score_views_rank_msp_and_max_logit_per_group(trained):
+    ranks, curves, title = stage.score_views(stage.read_model_scores(trained), "MSR")
     assert set(ranks["model"]) == {TRAINED} and set(ranks["ood_set"]) == {"near"}
     pool = [*TEST_MSR, *NEAR_MSR]
     expected = {"correct_id": [percentileofscore(pool, s, kind="mean") for s in (0.9, 0.8, 0.2)],
@@ -268,8 +287,7 @@ class FakeImages:
 
 def test_gallery_picks_the_largest_msp_over_max_logit_gaps_per_set_and_traces_their_images(trained, tmp_path):
     images = {"test": FakeImages(["t0", "t1", "t2", "t3"]), "near": FakeImages(["n0", "n1"])}
-    random = write_scores_file(tmp_path / "r.h5", RANDOM, standard_sets())
-    rows, thumbnails = stage.gallery([random, trained], images, k=2)
+    rows, thumbnails = stage.gallery(stage.read_model_scores(trained), images, k=2)
     # pooled percentile ranks (6 samples): MSR [0.9, 0.8, 0.3, 0.2 | 0.5, 0.1], MLS [0.6, 0.9, 0.7, 0.1 | 0.2, 0.3]
     # MSR − MLS in rank points (100/6 per place): test [+2, −1, −2, +1] places, near [+2, −2]
     assert list(zip(rows["set"], rows["sample_id"])) == [("test", "t0"), ("test", "t3"), ("near", "n0"),
@@ -277,7 +295,12 @@ def test_gallery_picks_the_largest_msp_over_max_logit_gaps_per_set_and_traces_th
     assert rows["gap"].tolist() == pytest.approx([100 / 3, 100 / 6, 100 / 3, -100 / 3])
     assert [int(t[0, 0, 0]) for t in thumbnails] == [0, 3, 0, 1]  # each set's own image index
     assert set(rows["model"]) == {TRAINED}
-    assert stage.gallery([trained], {}, 2)[0].empty
+    assert stage.gallery(stage.read_model_scores(trained), {}, 2)[0].empty
+    only_msr = write_scores_file(tmp_path / "m.h5", TRAINED, standard_sets())
+    with h5py.File(only_msr, "a") as fh:
+        for name in fh:
+            del fh[f"{name}/det/MLS"]
+    assert stage.gallery(stage.read_model_scores(only_msr), images, 2)[0].empty  # no Max-Logit: no rank gap
 
 
 def test_pair_rankings_rank_the_csfs_over_model_and_pair_blocks():
@@ -303,9 +326,9 @@ def test_pair_rankings_rank_the_csfs_over_model_and_pair_blocks():
     assert pair_ranking_table(skipped).empty
 
 
-def test_the_job_writes_every_table_and_figure(tmp_path):
-    files = [write_scores_file(tmp_path / f"{m}.h5", m, standard_sets()) for m in
-             (TRAINED, "vgg13_devries_do0_rew0_run2", RANDOM)]
+def test_the_job_writes_every_table_and_figure(tmp_path, monkeypatch):
+    models = (RANDOM, TRAINED, "vgg13_devries_do0_rew0_run2")  # the random network first: left out where it must be
+    files = [write_scores_file(tmp_path / f"{m}.h5", m, standard_sets()) for m in models]
     tables = ["decomposition", "pair_grid", "conditional", "frr", "random_check", "distance", "distance_overlap",
               "ranks", "gallery", "categories", "rankings_table"]
     figures = ["", "decomposition_", "conditional_", "frr_", "rankings_", "distance_", "scores_", "gallery_"]
@@ -314,8 +337,17 @@ def test_the_job_writes_every_table_and_figure(tmp_path):
     outputs.update({f"{f}{ext}": str(tmp_path / "out" / f"{f or 'pairs_'}figure.{ext}") for f in figures
                     for ext in ("png", "pdf")})
     outputs["pair_metrics"] = str(tmp_path / "out" / "pairs.parquet")
-    metrics = [write_metrics_file(tmp_path / f"{m}.parquet") for m in (TRAINED, "vgg13_devries_do0_rew0_run2", RANDOM)]
-    stage.write_analyses("demo10", files, metrics, {**SETTINGS, "distance_bins": 2}, 0.05, outputs)
+    metrics = [write_metrics_file(tmp_path / f"{m}.parquet") for m in models]
+    # the distance analysis on the covariate set (3 bins, one OLS line); near's 2 samples would allow 2 bins only
+    embeddings = [write_embeddings(tmp_path / "p.h5", {"test": np.arange(4.0)[:, None]}),
+                  write_embeddings(tmp_path / "c.h5", {"corrupt": np.array([[0.5], [1], [2], [3]])})]
+    images = {"test": FakeImages(["t0", "t1", "t2", "t3"]), "near": FakeImages(["n0", "n1"])}
+    reads = []
+    real_read = stage.read_scores
+    monkeypatch.setattr(stage, "read_scores", lambda path, name, **kw: reads.append((path, name)) or
+                        real_read(path, name, **kw))
+    stage.write_analyses("demo10", files, metrics, SETTINGS, 0.05, outputs, embeddings, images)
+    assert sorted(reads) == sorted((f, name) for f in files for name in ("test", "near", "corrupt"))  # each once
     rows = pd.read_parquet(outputs["pair_metrics"])
     assert set(rows["run"]) == {1, 2} and set(rows["paradigm"]) == {"devries", "random"}
     assert set(rows["tuning_protocol"]) == {"bayes"} and set(rows["source"]) == {"demo10"}
@@ -326,6 +358,11 @@ def test_the_job_writes_every_table_and_figure(tmp_path):
     frr = pd.read_csv(outputs["frr"])
     assert set(frr["model"]) == {TRAINED, "vgg13_devries_do0_rew0_run2"}
     assert set(pd.read_csv(outputs["random_check"])["model"]) == {RANDOM}
+    trained = {TRAINED, "vgg13_devries_do0_rew0_run2"}
+    assert set(pd.read_csv(outputs["distance"])["model"]) == trained
+    assert set(pd.read_csv(outputs["ranks"])["model"]) == trained
+    assert set(pd.read_csv(outputs["gallery"])["model"]) == {TRAINED}  # the first trained model's
+    assert set(pd.read_csv(outputs["categories"])["arch"]) == {"vgg13 devries", "vit random"}
     assert json.loads(Path(outputs["rankings"]).read_text())["analysis"]["source"] == "demo10"
 
 

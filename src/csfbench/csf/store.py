@@ -176,9 +176,10 @@ def set_groups(attrs: dict) -> dict:
             for key in GROUP_KEYS}
 
 
-def read_scores(path: str | Path, dataset: str) -> tuple[dict, dict]:
+def read_scores(path: str | Path, dataset: str, modes: tuple[str, ...] = ("det", "mcd")) -> tuple[dict, dict]:
     """({mode: {"correct": (N,), "scores": {(CSF, variant): (N,)}}}, attrs) of one evaluation set of a
-    scores file (``attrs``: the file's attributes updated with the set's)."""
+    scores file (``attrs``: the file's attributes updated with the set's); only the ``modes`` asked for
+    (those of them the file has) are read."""
     path = Path(path)
     if not path.is_file():
         raise FeatureFileError(f"scores file not found: {path}")
@@ -187,7 +188,7 @@ def read_scores(path: str | Path, dataset: str) -> tuple[dict, dict]:
         if dataset not in fh:
             raise FeatureFileError(f"{path}: no scores of evaluation set {dataset!r} (has {sorted(fh)})")
         attrs = {**fh.attrs, **fh[dataset].attrs}
-        for mode in ("det", "mcd"):
+        for mode in modes:
             if mode not in fh[dataset]:
                 continue
             g = fh[dataset][mode]

@@ -205,14 +205,14 @@ def rc_curves(score_files: Sequence[str | Path], schemes: dict[str, str], csfs: 
         csf, variant = parse_variant(name)
         # a network-pass CSF (variant none) is in the scores file of fit group `network`, when one is given
         candidates = [by_group[g] for g in (group_of(variant), "network") if g in by_group]
-        tests = [(path, read_scores(path, "test")[0]["det"]) for path in candidates]
+        tests = [(path, read_scores(path, "test", modes=("det",))[0]["det"]) for path in candidates]
         found = [(path, test) for path, test in tests if (csf, variant) in test["scores"]]
         if not found:
             known = sorted(f"{c} {v}" if v != "none" else c for _, test in tests for c, v in test["scores"])
             raise ValueError(f"figures.rc_curves.csfs: '{name}' is not in {candidates}; known: {known}")
         path, test = found[0]
         for dataset, scheme in schemes.items():
-            own = test if dataset == "test" else read_scores(path, dataset)[0]["det"]
+            own = test if dataset == "test" else read_scores(path, dataset, modes=("det",))[0]["det"]
             if scheme == "misclf":
                 data = build_scheme("misclf", own["scores"][(csf, variant)], own["correct"])
             else:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -35,6 +36,7 @@ from csfbench.csf.store import read_scores, scores_sets, set_groups
 from csfbench.data.base import ImageSet
 from csfbench.data.sources import shift_set, source_split
 from csfbench.evaluation import COLUMNS, ID_TEST, SHIFT_SCHEMES, tuning_protocols
+from csfbench.errors import FeatureFileError
 from csfbench.ids import ModelId
 from csfbench.proximity.stratification import write_embeddings
 from csfbench.report import analyses as report
@@ -112,37 +114,62 @@ def pair_metric_rows(source: str, cells: pd.DataFrame, frr: pd.DataFrame, sets: 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _variants(scores: dict, csfs: list[str] | None) -> dict[str, np.ndarray]:
-    """{CSF: confidences} of the deterministic mode's variants without projection (``csfs`` None = all)."""
-    return {csf: conf for (csf, variant), conf in scores["det"]["scores"].items()
-            if variant == "none" and (csfs is None or csf in csfs)}
+@dataclass(frozen=True)
+class ModelScores:
+    """One model's confidences as the analyses read them: the deterministic mode's CSF variants without
+    projection, of every evaluation set of its scores file (:func:`read_model_scores`)."""
+
+    path: Path
+    model: str
+    source: str
+    sets: dict[str, dict]  # evaluation set → its attributes (csfbench.csf.store.scores_sets)
+    confidences: dict[str, dict[str, np.ndarray]]  # evaluation set → {CSF: (N,) confidences}
+    correct: dict[str, np.ndarray]  # evaluation set → (N,) bool, the classifier's prediction right
+
+    @property
+    def paradigm(self) -> str:
+        return ModelId.parse(self.model).paradigm
+
+    def of(self, name: str, csfs: list[str] | tuple[str, ...] | None) -> dict[str, np.ndarray]:
+        """{CSF: confidences} of evaluation set ``name``, restricted to ``csfs`` (None = every CSF)."""
+        return {csf: conf for csf, conf in self.confidences[name].items() if csfs is None or csf in csfs}
 
 
-def model_cells(scores_file: str | Path, settings: dict) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def read_model_scores(path: str | Path) -> ModelScores:
+    """A scores file's :class:`ModelScores`: each analysis of :func:`write_analyses` works on these, so the
+    file is read once, its deterministic mode only (fit group ``none``'s files hold no projected variant; one
+    would be left out)."""
+    sets = scores_sets(path)
+    data = {name: read_scores(path, name, modes=("det",)) for name in sets}
+    if ID_TEST not in data:
+        raise FeatureFileError(f"{path}: no scores of the ID test split ('{ID_TEST}'); has {sorted(sets)}")
+    attrs = data[ID_TEST][1]
+    return ModelScores(Path(path), str(attrs["model"]), str(attrs["source"]), sets,
+                       {name: {csf: conf for (csf, variant), conf in scores["det"]["scores"].items()
+                               if variant == "none"} for name, (scores, _) in data.items()},
+                       {name: scores["det"]["correct"] for name, (scores, _) in data.items()})
+
+
+def model_cells(scores: ModelScores, settings: dict) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """The decomposition rows of one model (identities checked) and its false-rejection rows; and the
     per-set scores of a random model's check (``{}`` otherwise)."""
-    sets = scores_sets(scores_file)
-    data = {name: read_scores(scores_file, name) for name in sets}
-    model = str(data["test"][1]["model"])
-    paradigm = ModelId.parse(model).paradigm
-    csfs = settings["csfs"]
+    model, paradigm, sets, csfs = scores.model, scores.paradigm, scores.sets, settings["csfs"]
     cells = {}
     for id_set, ood_set in pairs_of(sets, settings["pairs"], settings["covariate_x_semantic"]):
-        id_scores, ood_scores = _variants(data[id_set][0], csfs), _variants(data[ood_set][0], csfs)
-        correct = data[id_set][0]["det"]["correct"]
+        id_scores, ood_scores = scores.of(id_set, csfs), scores.of(ood_set, csfs)
         for csf in sorted(id_scores):
-            cells[(model, paradigm, csf, id_set, ood_set)] = (id_scores[csf], correct, ood_scores[csf])
+            cells[(model, paradigm, csf, id_set, ood_set)] = (id_scores[csf], scores.correct[id_set], ood_scores[csf])
     table = decomposition_table(cells, KEY)
-    labelled = ["test"] + sorted(n for n, a in sets.items() if a["shift_type"] == "covariate")
+    labelled = [ID_TEST] + sorted(n for n, a in sets.items() if a["shift_type"] == "covariate")
     frr = []  # a random network's correct samples are too few (often none) for a rejection rate
     for semantic in sorted(n for n, a in sets.items() if a["shift_type"] == "semantic" and paradigm != RANDOM):
-        per_set = {name: (_variants(data[name][0], csfs), data[name][0]["det"]["correct"]) for name in labelled}
-        part = frr_table(per_set, _variants(data[semantic][0], csfs), settings["frr_quantile"])
+        per_set = {name: (scores.of(name, csfs), scores.correct[name]) for name in labelled}
+        part = frr_table(per_set, scores.of(semantic, csfs), settings["frr_quantile"])
         frr.append(part.assign(model=model, paradigm=paradigm, semantic_set=semantic))
     random = {}
     if paradigm == RANDOM:
-        random = {"id": _variants(data["test"][0], csfs),
-                  "shift": {n: _variants(data[n][0], csfs) for n, a in sets.items() if a["shift_type"] != "id"}}
+        random = {"id": scores.of(ID_TEST, csfs),
+                  "shift": {n: scores.of(n, csfs) for n, a in sets.items() if a["shift_type"] != "id"}}
     return table, pd.concat(frr, ignore_index=True) if frr else pd.DataFrame(), random
 
 
@@ -184,61 +211,58 @@ def query_embeddings(files: list[str | Path]) -> tuple[np.ndarray, dict[str, np.
     return reference, queries
 
 
-def distance_analysis(scores_files: list[str | Path], embeddings_files: list[str | Path], settings: dict
-                      ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(bins, fits, overlaps) of the distance-controlled AUROC of every model that is not randomly initialised:
-    the samples of each embedded shifted set that the model scores (semantic and covariate sets;
-    :func:`query_embeddings`) binned by their nearest-neighbour distance to the ID test split in the encoder's
-    space (:func:`csfbench.analysis.distance_controlled_auroc`; at most ``distance_bins`` equal-count bins), and
-    the ±2·SE overlap of the intercepts of every two query sets per (model, CSF)."""
-    reference, embeddings = query_embeddings(embeddings_files)
-    distance = {name: nearest_neighbour_distance(emb, reference) for name, emb in embeddings.items()}
-    bins, fits = [], []
-    for path in scores_files:
-        model = str(read_scores(path, "test")[1]["model"])
-        if ModelId.parse(model).paradigm == RANDOM:
-            continue
-        id_scores = _variants(read_scores(path, "test")[0], settings["csfs"])
-        held, sets = scores_sets(path), {}
-        for name in [q for q in distance if q in held]:
-            scores = _variants(read_scores(path, name)[0], settings["csfs"])
-            n = len(next(iter(scores.values())))
-            if n != len(distance[name]):
-                raise ValueError(f"{len(distance[name])} embeddings of set {name!r}, but {path} scores {n} "
-                                 f"samples: re-run the embedding jobs")
-            sets[name] = (distance[name], scores)
-        n_bins = min([settings["distance_bins"], *(len(distance[name]) for name in sets)])
-        part_bins, part_fits = distance_controlled_auroc(id_scores, sets, n_bins)
-        bins.append(part_bins.assign(model=model))
-        fits.append(part_fits.assign(model=model))
-    bins_frame = pd.concat(bins, ignore_index=True) if bins else pd.DataFrame()
-    fits_frame = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
-    overlaps = overlap_table(fits_frame.assign(cell=fits_frame["model"] + " " + fits_frame["csf"]), within="cell") \
-        if len(fits_frame) else pd.DataFrame()
-    return bins_frame, fits_frame, overlaps
+def query_distances(files: list[str | Path]) -> dict[str, np.ndarray]:
+    """{query set: (N,) distance of each sample to its nearest neighbour in the ID test split} in the encoder's
+    space, from the embeddings files of :func:`query_embeddings`."""
+    reference, embeddings = query_embeddings(files)
+    return {name: nearest_neighbour_distance(emb, reference) for name, emb in embeddings.items()}
 
 
-def category_rows(scores_file: str | Path, csfs: list[str] | None) -> pd.DataFrame:
+def model_distance(scores: ModelScores, distances: dict[str, np.ndarray], settings: dict
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(bins, fits) of one model's distance-controlled AUROC: the samples of each embedded shifted set that the
+    model scores (semantic and covariate sets; ``distances``: :func:`query_distances`) binned by their
+    nearest-neighbour distance to the ID test split (:func:`csfbench.analysis.distance_controlled_auroc`; at
+    most ``distance_bins`` equal-count bins).  Raises ValueError when a set's embeddings and scores differ in
+    length."""
+    sets = {}
+    for name in [q for q in distances if q in scores.sets]:
+        n = len(scores.correct[name])
+        if n != len(distances[name]):
+            raise ValueError(f"{len(distances[name])} embeddings of set {name!r}, but {scores.path} scores {n} "
+                             f"samples: re-run the embedding jobs")
+        sets[name] = (distances[name], scores.of(name, settings["csfs"]))
+    n_bins = min([settings["distance_bins"], *(len(distances[name]) for name in sets)])
+    bins, fits = distance_controlled_auroc(scores.of(ID_TEST, settings["csfs"]), sets, n_bins)
+    return bins.assign(model=scores.model), fits.assign(model=scores.model)
+
+
+def distance_overlaps(fits: pd.DataFrame) -> pd.DataFrame:
+    """The ±2·SE overlap of the intercepts of every two query sets per (model, CSF) of :func:`model_distance`'s
+    fits."""
+    if not len(fits):
+        return pd.DataFrame()
+    return overlap_table(fits.assign(cell=fits["model"] + " " + fits["csf"]), within="cell")
+
+
+def category_rows(scores: ModelScores, csfs: list[str] | None) -> pd.DataFrame:
     """ICONIC-444's per-run rows of one model (Krumpl, Avenhaus & Possegger, arXiv 2601.10802, Tables 4 and 10):
     per CSF and OOD category (a semantic set's regime, or ``covariate``) the AUROC and FPR@95/99 in both
     positive-class conventions of the ID test split against each of the category's sets and, for a category
     of several sets, against their union (:func:`csfbench.analysis.category_metrics`).  Columns: method,
     task (the source), arch (backbone and paradigm), run, category, subset, metric, value."""
-    sets = scores_sets(scores_file)
-    test, attrs = read_scores(scores_file, "test")
-    mid = ModelId.parse(str(attrs["model"]))
+    mid = ModelId.parse(scores.model)
     categories: dict[str, list[str]] = {}
-    for name, set_attrs in sorted(sets.items()):
+    for name, set_attrs in sorted(scores.sets.items()):
         if set_attrs["shift_type"] in ("semantic", "covariate"):
             category = str(set_attrs["regime"]) if set_attrs["shift_type"] == "semantic" else "covariate"
             categories.setdefault(category, []).append(name)
-    shifted = {name: _variants(read_scores(scores_file, name)[0], csfs) for names in categories.values()
-               for name in names}
+    shifted = {name: scores.of(name, csfs) for names in categories.values() for name in names}
     rows = []
-    for csf, id_conf in _variants(test, csfs).items():
+    for csf, id_conf in scores.of(ID_TEST, csfs).items():
         for category, names in categories.items():
             part = category_metrics(id_conf, {name: shifted[name][csf] for name in names})
-            rows.append(part.assign(method=csf, task=str(attrs["source"]), arch=f"{mid.backbone} {mid.paradigm}",
+            rows.append(part.assign(method=csf, task=scores.source, arch=f"{mid.backbone} {mid.paradigm}",
                                     run=mid.run, category=category))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
@@ -263,29 +287,24 @@ def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
 RANK_PAIR = ("MSR", "MLS")
 
 
-def score_views(scores_files: list[str | Path], reference: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """The rank comparison of MSP (MSR) and Max-Logit (MLS) per model and semantic set (Fig. 5: mean and median
+def score_views(scores: ModelScores, reference: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """One model's rank comparison of MSP (MSR) and Max-Logit (MLS) per semantic set (Fig. 5: mean and median
     percentile rank of correct ID, incorrect ID and OOD samples in the pooled ID test ∪ set), and the score
-    densities of the ``reference`` CSF split by correctness, with the semantic set, of the first model that is
-    not randomly initialised (Figs. 6–9).  Returns (rank summary rows, density curves, what the curves show)."""
+    densities of the ``reference`` CSF split by correctness, with its first semantic set (Figs. 6–9; the
+    report shows those of the first model that is not randomly initialised).  Returns (rank summary rows,
+    density curves, what the curves show); empty frames where the model lacks the CSFs or a semantic set."""
     summaries, curves, title = [], pd.DataFrame(), "no model"
-    for path in scores_files:
-        test, attrs = read_scores(path, "test")
-        model = str(attrs["model"])
-        if ModelId.parse(model).paradigm == RANDOM:
-            continue
-        semantic = sorted(n for n, a in scores_sets(path).items() if a["shift_type"] == "semantic")
-        id_scores, correct = _variants(test, None), test["det"]["correct"]
-        for name in semantic:
-            ood = _variants(read_scores(path, name)[0], None)
-            pair = [c for c in RANK_PAIR if c in id_scores]
-            if len(pair) == len(RANK_PAIR):
-                summary = rank_comparison({c: id_scores[c] for c in pair}, correct, {c: ood[c] for c in pair}).summary
-                summaries.append(summary.assign(model=model, ood_set=name))
-            if curves.empty and reference in id_scores:
-                groups = {**split_by_correctness(id_scores[reference], correct, "ID test"), name: ood[reference]}
-                curves = score_densities(groups).kde
-                title = f"{model}: {reference} on the ID test split and {name}"
+    id_scores, correct = scores.of(ID_TEST, None), scores.correct[ID_TEST]
+    for name in sorted(n for n, a in scores.sets.items() if a["shift_type"] == "semantic"):
+        ood = scores.of(name, None)
+        if all(c in id_scores for c in RANK_PAIR):
+            summary = rank_comparison({c: id_scores[c] for c in RANK_PAIR}, correct,
+                                      {c: ood[c] for c in RANK_PAIR}).summary
+            summaries.append(summary.assign(model=scores.model, ood_set=name))
+        if curves.empty and reference in id_scores:
+            groups = {**split_by_correctness(id_scores[reference], correct, "ID test"), name: ood[reference]}
+            curves = score_densities(groups).kde
+            title = f"{scores.model}: {reference} on the ID test split and {name}"
     return (pd.concat(summaries, ignore_index=True) if summaries else pd.DataFrame()), curves, title
 
 
@@ -296,27 +315,22 @@ def gallery_images(source_dataset: DatasetSpec, val_size: int, sets: list[EvalSe
             for s in sets}
 
 
-def gallery(scores_files: list[str | Path], images: dict[str, ImageSet], k: int) -> tuple[pd.DataFrame, list]:
-    """ImageNet-OOD's Figs. 12–13: per set of ``images`` (the ID test split and the semantic sets, in the scores
-    files' sample order), the ``k`` samples that MSP (MSR) ranks highest above Max-Logit (MLS) in the pooled
-    sets, for the first model that is not randomly initialised.  Returns the rows of
+def gallery(scores: ModelScores, images: dict[str, ImageSet], k: int) -> tuple[pd.DataFrame, list]:
+    """ImageNet-OOD's Figs. 12–13 for one model (the report's: the first that is not randomly initialised): per
+    set of ``images`` (the ID test split and the semantic sets, in the scores files' sample order), the ``k``
+    samples that MSP (MSR) ranks highest above Max-Logit (MLS) in the pooled sets.  Returns the rows of
     :func:`csfbench.analysis.rank_gap_selection` (with the model) and their thumbnails (uint8 H×W×3); no rows
-    without images."""
-    for path in scores_files if images else ():
-        model = str(read_scores(path, "test")[1]["model"])
-        if ModelId.parse(model).paradigm == RANDOM:
-            continue
-        scores = {name: _variants(read_scores(path, name)[0], list(RANK_PAIR)) for name in images}
-        if any(set(RANK_PAIR) - set(v) for v in scores.values()):
-            break
-        labels = np.concatenate([[name] * len(scores[name]["MSR"]) for name in images])
-        ids = np.concatenate([np.asarray(images[name].sample_ids).astype(str) for name in images])
-        rows = rank_gap_selection(np.concatenate([scores[n]["MSR"] for n in images]),
-                                  np.concatenate([scores[n]["MLS"] for n in images]), labels, ids, k=k)
-        offsets = dict(zip(images, np.cumsum([0] + [len(images[n]) for n in images])))
-        thumbnails = [images[name].image(int(index - offsets[name])) for name, index in zip(rows["set"], rows["index"])]
-        return rows.assign(model=model), thumbnails
-    return pd.DataFrame(), []
+    without images or without both CSFs."""
+    per_set = {name: scores.of(name, RANK_PAIR) for name in images}
+    if not images or any(set(RANK_PAIR) - set(v) for v in per_set.values()):
+        return pd.DataFrame(), []
+    labels = np.concatenate([[name] * len(per_set[name]["MSR"]) for name in images])
+    ids = np.concatenate([np.asarray(images[name].sample_ids).astype(str) for name in images])
+    rows = rank_gap_selection(np.concatenate([per_set[n]["MSR"] for n in images]),
+                              np.concatenate([per_set[n]["MLS"] for n in images]), labels, ids, k=k)
+    offsets = dict(zip(images, np.cumsum([0] + [len(images[n]) for n in images])))
+    thumbnails = [images[name].image(int(index - offsets[name])) for name, index in zip(rows["set"], rows["index"])]
+    return rows.assign(model=scores.model), thumbnails
 
 
 def pair_rankings(table: pd.DataFrame, alpha: float, source: str) -> dict:
@@ -334,6 +348,12 @@ def pair_rankings(table: pd.DataFrame, alpha: float, source: str) -> dict:
         return {"status": "skipped", "analysis": analysis, "reason": str(err)}
 
 
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The non-empty ``frames`` one below the other (an empty frame without columns if none)."""
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 def write_analyses(source: str, scores_files: list[str | Path], metrics_files: list[str | Path], settings: dict,
                    alpha: float, outputs: dict, embeddings_files: list[str | Path] | None = None,
                    images: dict[str, ImageSet] | None = None) -> None:
@@ -347,17 +367,31 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
     stage's and, where the source has covariate sets, :func:`embed_covariate_sets`' (None or empty: no distance
     analysis, its table is empty and its figure says why); ``images``: the ID test split's and
     the semantic sets' images, in the scores' order, for the rank-gap gallery (None or empty: no gallery)."""
-    decomposition, frr, random_rows, metric_rows = [], [], [], []
+    distances = query_distances(embeddings_files) if embeddings_files else None
+    decomposition, frr, random_rows, metric_rows, bins, fits, ranks, categories = ([] for _ in range(8))
+    curves, title, picked, thumbnails = pd.DataFrame(), "no model", None, []
     for path, metrics_file in zip(scores_files, metrics_files, strict=True):
-        table, rejected, random = model_cells(path, settings)
+        scores = read_model_scores(path)  # one model in memory at a time, its file read once
+        table, rejected, random = model_cells(scores, settings)
         decomposition.append(table)
         frr.append(rejected)
-        metric_rows.append(pair_metric_rows(source, table, rejected, scores_sets(path), settings,
+        metric_rows.append(pair_metric_rows(source, table, rejected, scores.sets, settings,
                                             tuning_protocols([metrics_file])))
-        if random:
-            model = str(table["model"].iloc[0]) if len(table) else Path(path).parent.name
-            random_rows.append(random_network_check(random["id"], random["shift"]).assign(model=model))
+        categories.append(category_rows(scores, settings["csfs"]))
         log.info("%s: %d cells, identities hold", path, len(table))
+        if random:
+            random_rows.append(random_network_check(random["id"], random["shift"]).assign(model=scores.model))
+            continue
+        if distances is not None:
+            model_bins, model_fits = model_distance(scores, distances, settings)
+            bins.append(model_bins)
+            fits.append(model_fits)
+        summary, model_curves, model_title = score_views(scores, settings["reference_csf"])
+        ranks.append(summary)
+        if curves.empty:
+            curves, title = model_curves, model_title
+        if picked is None:  # the gallery of the first model that is not randomly initialised
+            picked, thumbnails = gallery(scores, images or {}, settings["gallery_k"])
     cells = pd.concat(decomposition, ignore_index=True)
     with atomic_path(outputs["pair_metrics"]) as tmp:
         pd.concat(metric_rows, ignore_index=True).to_parquet(tmp, index=False)
@@ -392,24 +426,21 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
                 outputs["rankings_pdf"])
     save_figure(report.plot_analyses(grid, random_check, source, settings["reference_csf"]), outputs["png"],
                 outputs["pdf"])
-    if embeddings_files:
-        bins, fits, overlaps = distance_analysis(scores_files, embeddings_files, settings)
-    else:
-        bins, fits, overlaps = pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    bins, fits = _concat(bins), _concat(fits)
     write_table(fits, outputs["distance"], Path(outputs["distance"]).with_suffix(".tex"),
                 f"{source}: AUROC against the distance to the ID test split, OLS per model, CSF and shifted set")
     with atomic_path(outputs["distance_overlap"]) as tmp:
-        overlaps.to_csv(tmp, index=False)
+        distance_overlaps(fits).to_csv(tmp, index=False)
     save_figure(report.plot_distance(bins, fits, source, settings["reference_csf"]), outputs["distance_png"],
                 outputs["distance_pdf"])
-    ranks, curves, title = score_views(scores_files, settings["reference_csf"])
+    ranks = _concat(ranks)
     write_table(ranks, outputs["ranks"], Path(outputs["ranks"]).with_suffix(".tex"),
                 f"{source}: percentile ranks of MSP (MSR) and Max-Logit (MLS) by sample group")
     save_figure(report.plot_score_views(ranks, curves, title), outputs["scores_png"], outputs["scores_pdf"])
-    picked, thumbnails = gallery(scores_files, images or {}, settings["gallery_k"])
+    picked = pd.DataFrame() if picked is None else picked
     with atomic_path(outputs["gallery"]) as tmp:
         picked.to_csv(tmp, index=False)
     save_figure(report.plot_gallery(picked, thumbnails, source), outputs["gallery_png"], outputs["gallery_pdf"])
-    categories = pd.concat([category_rows(path, settings["csfs"]) for path in scores_files], ignore_index=True)
+    categories = _concat(categories)
     with atomic_path(outputs["categories"]) as tmp:
         categories.to_csv(tmp, index=False)

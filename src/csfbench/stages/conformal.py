@@ -174,8 +174,8 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
     shifted = [s for s in shifted if sets[s]["shift_type"] != "id"]
     if not shifted:
         raise ValueError(f"{scores_file}: no shifted set to draw the conformal ROC of")
-    test, _ = read_scores(scores_file, "test")
-    ood, attrs = read_scores(scores_file, shifted[0])
+    test, _ = read_scores(scores_file, "test", modes=("det",))
+    ood, attrs = read_scores(scores_file, shifted[0], modes=("det",))
     if (csf, variant) not in test["det"]["scores"]:
         raise ConfigError("conformal/figure/csf", f"a CSF variant of {scores_file}",
                           settings["figure"]["csf"])
