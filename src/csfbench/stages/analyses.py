@@ -136,9 +136,9 @@ class ModelScores:
 
 
 def read_model_scores(path: str | Path) -> ModelScores:
-    """A scores file's :class:`ModelScores`: each analysis of :func:`write_analyses` works on these, so the
-    file is read once, its deterministic mode only (fit group ``none``'s files hold no projected variant; one
-    would be left out)."""
+    """A scores file's :class:`ModelScores`: every analysis of :func:`write_analyses` works on these, so the
+    file is read once, and only its deterministic mode.  Fit group ``none``'s files hold no projected variant;
+    one in another file would be left out."""
     sets = scores_sets(path)
     data = {name: read_scores(path, name, modes=("det",)) for name in sets}
     if ID_TEST not in data:
