@@ -19,6 +19,7 @@ from csfbench.analysis import decomposition as decomposition_module
 from csfbench.errors import FeatureFileError
 from csfbench.proximity import encoders
 from csfbench.report.analyses import pair_ranking_table
+from csfbench.stats import IncompleteBlocksWarning
 from csfbench.stages import analyses as stage
 
 TRAINED = "vgg13_devries_do0_rew0_run1"
@@ -89,8 +90,9 @@ def test_model_cells_decompose_every_pair_and_reject_at_the_transferred_threshol
     assert rows.loc[("MSR", "corrupt"), "frr"] == pytest.approx(1 / 3)
     assert rows.loc[("MLS", "test"), "frr"] == pytest.approx(1 / 3)  # τ = 0.25: {0.1} of {0.6, 0.9, 0.1}
     assert set(frr["semantic_set"]) == {"near"} and set(frr["model"]) == {TRAINED}
-    only_msr = stage.model_cells(stage.read_model_scores(trained), {**SETTINGS, "csfs": ["MSR"], "covariate_x_semantic": False,
-                                           "pairs": [{"id": "test", "ood": "corrupt"}]})[0]
+    only_msr = stage.model_cells(stage.read_model_scores(trained),
+                                 {**SETTINGS, "csfs": ["MSR"], "covariate_x_semantic": False,
+                                  "pairs": [{"id": "test", "ood": "corrupt"}]})[0]
     assert list(zip(only_msr["csf"], only_msr["id_set"], only_msr["ood_set"])) == [("MSR", "test", "corrupt")]
 
 
@@ -212,9 +214,18 @@ def test_the_analyses_read_only_the_unprojected_deterministic_scores(tmp_path):
     assert list(scores.confidences["test"]["MSR"]) == TEST_MSR  # not the projected variant's 0.5s
     assert list(scores.correct["test"]) == [bool(c) for c in TEST_CORRECT]  # not the MC-dropout mode's
     assert scores.of("test", ["MLS"]).keys() == {"MLS"}
+    assert stage.read_scores(path, "test")[0].keys() == {"det", "mcd"}
+    assert stage.read_scores(path, "test", modes=("det",))[0].keys() == {"det"}
+    with pytest.raises(FeatureFileError, match=r"t\.h5: no scores of evaluation set 'far' \(has \['corrupt', "):
+        scores.of("far", None)
+    with h5py.File(path, "a") as fh:
+        del fh["near/det"]
+    with pytest.raises(FeatureFileError, match=r"t\.h5: evaluation set 'near' has no scores of the deterministic"):
+        stage.read_model_scores(path)
     with h5py.File(path, "a") as fh:
         del fh["test"]
-    with pytest.raises(FeatureFileError, match=r"t\.h5: no scores of the ID test split \('test'\); has \['corrupt', 'near'\]"):
+    with pytest.raises(FeatureFileError, match=r"t\.h5: no scores of the ID test split \('test'\); has "
+                                               r"\['corrupt', 'near'\]"):
         stage.read_model_scores(path)
 
 
@@ -258,7 +269,9 @@ def test_category_rows_and_tables_follow_iconic_444(tmp_path):
 
 
 def test_score_views_rank_msp_and_max_logit_per_group(trained):
-    ranks, curves, title = stage.score_views(stage.read_model_scores(trained), "MSR")
+    scores = stage.read_model_scores(trained)
+    ranks = stage.rank_views(scores)
+    curves, title = stage.density_curves(scores, "MSR")
     assert set(ranks["model"]) == {TRAINED} and set(ranks["ood_set"]) == {"near"}
     pool = [*TEST_MSR, *NEAR_MSR]
     expected = {"correct_id": [percentileofscore(pool, s, kind="mean") for s in (0.9, 0.8, 0.2)],
@@ -326,28 +339,35 @@ def test_pair_rankings_rank_the_csfs_over_model_and_pair_blocks():
     assert pair_ranking_table(skipped).empty
 
 
-def test_the_job_writes_every_table_and_figure(tmp_path, monkeypatch):
-    models = (RANDOM, TRAINED, "vgg13_devries_do0_rew0_run2")  # the random network first: left out where it must be
-    files = [write_scores_file(tmp_path / f"{m}.h5", m, standard_sets()) for m in models]
+def job_outputs(folder: Path) -> dict[str, str]:
+    """Every output path of :func:`stage.write_analyses` under ``folder``."""
     tables = ["decomposition", "pair_grid", "conditional", "frr", "random_check", "distance", "distance_overlap",
               "ranks", "gallery", "categories", "rankings_table"]
     figures = ["", "decomposition_", "conditional_", "frr_", "rankings_", "distance_", "scores_", "gallery_"]
-    outputs = {name: str(tmp_path / "out" / f"{name}.csv") for name in tables}
-    outputs["rankings"] = str(tmp_path / "out" / "rankings.json")
-    outputs.update({f"{f}{ext}": str(tmp_path / "out" / f"{f or 'pairs_'}figure.{ext}") for f in figures
+    outputs = {name: str(folder / f"{name}.csv") for name in tables}
+    outputs["rankings"] = str(folder / "rankings.json")
+    outputs.update({f"{f}{ext}": str(folder / f"{f or 'pairs_'}figure.{ext}") for f in figures
                     for ext in ("png", "pdf")})
-    outputs["pair_metrics"] = str(tmp_path / "out" / "pairs.parquet")
+    outputs["pair_metrics"] = str(folder / "pairs.parquet")
+    return outputs
+
+
+def test_the_job_writes_every_table_and_figure(tmp_path, monkeypatch):
+    models = (RANDOM, TRAINED, "vgg13_devries_do0_rew0_run2")  # the random network first: left out where it must be
+    files = [write_scores_file(tmp_path / f"{m}.h5", m, standard_sets()) for m in models]
+    outputs = job_outputs(tmp_path / "out")
     metrics = [write_metrics_file(tmp_path / f"{m}.parquet") for m in models]
     # the distance analysis on the covariate set (3 bins, one OLS line); near's 2 samples would allow 2 bins only
     embeddings = [write_embeddings(tmp_path / "p.h5", {"test": np.arange(4.0)[:, None]}),
                   write_embeddings(tmp_path / "c.h5", {"corrupt": np.array([[0.5], [1], [2], [3]])})]
     images = {"test": FakeImages(["t0", "t1", "t2", "t3"]), "near": FakeImages(["n0", "n1"])}
-    reads = []
+    reads, modes = [], set()
     real_read = stage.read_scores
     monkeypatch.setattr(stage, "read_scores", lambda path, name, **kw: reads.append((path, name)) or
-                        real_read(path, name, **kw))
+                        modes.add(kw.get("modes")) or real_read(path, name, **kw))
     stage.write_analyses("demo10", files, metrics, SETTINGS, 0.05, outputs, embeddings, images)
     assert sorted(reads) == sorted((f, name) for f in files for name in ("test", "near", "corrupt"))  # each once
+    assert modes == {("det",)}
     rows = pd.read_parquet(outputs["pair_metrics"])
     assert set(rows["run"]) == {1, 2} and set(rows["paradigm"]) == {"devries", "random"}
     assert set(rows["tuning_protocol"]) == {"bayes"} and set(rows["source"]) == {"demo10"}
@@ -394,3 +414,23 @@ def test_a_csf_in_no_greedy_layer_has_an_empty_layer():
     table = pair_ranking_table(result)
     assert table["layer"].tolist()[:2] == [1, 1] and pd.isna(table["layer"].iloc[2])
     assert table["cliques"].tolist() == ["1", "1 2", "2"]
+
+
+def test_gallery_and_densities_are_the_first_trained_models_even_when_its_gallery_is_empty(tmp_path, monkeypatch):
+    first, second = TRAINED, "vgg13_devries_do0_rew0_run2"
+    files = [write_scores_file(tmp_path / f"{m}.h5", m, standard_sets()) for m in (RANDOM, first, second)]
+    with h5py.File(files[1], "a") as fh:  # the first trained model has MSP but no Max-Logit: no rank gap
+        for name in fh:
+            del fh[f"{name}/det/MLS"]
+    titles = []
+    real_plot = stage.report.plot_score_views
+    monkeypatch.setattr(stage.report, "plot_score_views",
+                        lambda ranks, curves, title: titles.append(title) or real_plot(ranks, curves, title))
+    outputs = job_outputs(tmp_path / "out")
+    images = {"test": FakeImages(["t0", "t1", "t2", "t3"]), "near": FakeImages(["n0", "n1"])}
+    metrics = [write_metrics_file(tmp_path / f"{i}.parquet") for i in range(3)]
+    with pytest.warns(IncompleteBlocksWarning, match="missing MLS"):  # the cliques drop the first model's blocks
+        stage.write_analyses("demo10", files, metrics, SETTINGS, 0.05, outputs, images=images)
+    assert Path(outputs["gallery"]).read_text().strip() == ""  # not the second trained model's, which has both CSFs
+    assert titles == [f"{first}: MSR on the ID test split and near"]
+    assert set(pd.read_csv(outputs["ranks"])["model"]) == {second}  # the rank comparison needs both CSFs

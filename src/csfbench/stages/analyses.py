@@ -60,6 +60,12 @@ FRR_SCHEME = "frr_at_q"
 PAIR_SCHEMES = (*PAIR_AUROC, FRR_SCHEME)
 
 
+def _concat(frames: list[pd.DataFrame], columns: list[str] | None = None) -> pd.DataFrame:
+    """The non-empty ``frames`` one below the other; if there is none, an empty frame of ``columns``."""
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
 def pairs_of(sets: dict[str, dict], explicit: list[dict], covariate_x_semantic: bool) -> list[tuple[str, str]]:
     """The (ID-role set, OOD-role set) pairs of one scores file: ``explicit`` entries (``{id, ood}``) whose
     sets the file holds, then, with ``covariate_x_semantic``, the ID test split and every covariate set, each
@@ -114,7 +120,7 @@ def pair_metric_rows(source: str, cells: pd.DataFrame, frr: pd.DataFrame, sets: 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ModelScores:
     """One model's confidences as the analyses read them: the deterministic mode's CSF variants without
     projection, of every evaluation set of its scores file (:func:`read_model_scores`)."""
@@ -128,10 +134,18 @@ class ModelScores:
 
     @property
     def paradigm(self) -> str:
+        """The model's training paradigm (``random`` for a randomly initialised network)."""
         return ModelId.parse(self.model).paradigm
 
+    def names(self, shift_type: str) -> list[str]:
+        """The evaluation sets of ``shift_type`` (``semantic``, ``covariate``, …) the file holds, sorted."""
+        return sorted(name for name, attrs in self.sets.items() if attrs["shift_type"] == shift_type)
+
     def of(self, name: str, csfs: list[str] | tuple[str, ...] | None) -> dict[str, np.ndarray]:
-        """{CSF: confidences} of evaluation set ``name``, restricted to ``csfs`` (None = every CSF)."""
+        """{CSF: confidences} of evaluation set ``name``, restricted to ``csfs`` (None = every CSF); a
+        FeatureFileError names the file and its sets when it does not score ``name``."""
+        if name not in self.confidences:
+            raise FeatureFileError(f"{self.path}: no scores of evaluation set {name!r} (has {sorted(self.sets)})")
         return {csf: conf for csf, conf in self.confidences[name].items() if csfs is None or csf in csfs}
 
 
@@ -140,9 +154,12 @@ def read_model_scores(path: str | Path) -> ModelScores:
     file is read once, and only its deterministic mode.  Fit group ``none``'s files hold no projected variant;
     one in another file would be left out."""
     sets = scores_sets(path)
-    data = {name: read_scores(path, name, modes=("det",)) for name in sets}
-    if ID_TEST not in data:
+    if ID_TEST not in sets:
         raise FeatureFileError(f"{path}: no scores of the ID test split ('{ID_TEST}'); has {sorted(sets)}")
+    data = {name: read_scores(path, name, modes=("det",)) for name in sets}
+    for name, (scores, _) in data.items():
+        if "det" not in scores:
+            raise FeatureFileError(f"{path}: evaluation set {name!r} has no scores of the deterministic mode ('det')")
     attrs = data[ID_TEST][1]
     return ModelScores(Path(path), str(attrs["model"]), str(attrs["source"]), sets,
                        {name: {csf: conf for (csf, variant), conf in scores["det"]["scores"].items()
@@ -160,9 +177,9 @@ def model_cells(scores: ModelScores, settings: dict) -> tuple[pd.DataFrame, pd.D
         for csf in sorted(id_scores):
             cells[(model, paradigm, csf, id_set, ood_set)] = (id_scores[csf], scores.correct[id_set], ood_scores[csf])
     table = decomposition_table(cells, KEY)
-    labelled = [ID_TEST] + sorted(n for n, a in sets.items() if a["shift_type"] == "covariate")
+    labelled = [ID_TEST] + scores.names("covariate")
     frr = []  # a random network's correct samples are too few (often none) for a rejection rate
-    for semantic in sorted(n for n, a in sets.items() if a["shift_type"] == "semantic" and paradigm != RANDOM):
+    for semantic in scores.names("semantic") if paradigm != RANDOM else []:
         per_set = {name: (scores.of(name, csfs), scores.correct[name]) for name in labelled}
         part = frr_table(per_set, scores.of(semantic, csfs), settings["frr_quantile"])
         frr.append(part.assign(model=model, paradigm=paradigm, semantic_set=semantic))
@@ -170,7 +187,7 @@ def model_cells(scores: ModelScores, settings: dict) -> tuple[pd.DataFrame, pd.D
     if paradigm == RANDOM:
         random = {"id": scores.of(ID_TEST, csfs),
                   "shift": {n: scores.of(n, csfs) for n, a in sets.items() if a["shift_type"] != "id"}}
-    return table, pd.concat(frr, ignore_index=True) if frr else pd.DataFrame(), random
+    return table, _concat(frr), random
 
 
 def embed_covariate_sets(source: str, sets: dict[str, DatasetSpec], encoder_cfg: dict, batch_size: int,
@@ -264,7 +281,7 @@ def category_rows(scores: ModelScores, csfs: list[str] | None) -> pd.DataFrame:
             part = category_metrics(id_conf, {name: shifted[name][csf] for name in names})
             rows.append(part.assign(method=csf, task=scores.source, arch=f"{mid.backbone} {mid.paradigm}",
                                     run=mid.run, category=category))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    return _concat(rows)
 
 
 def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
@@ -287,25 +304,30 @@ def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
 RANK_PAIR = ("MSR", "MLS")
 
 
-def score_views(scores: ModelScores, reference: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+def rank_views(scores: ModelScores) -> pd.DataFrame:
     """One model's rank comparison of MSP (MSR) and Max-Logit (MLS) per semantic set (Fig. 5: mean and median
-    percentile rank of correct ID, incorrect ID and OOD samples in the pooled ID test ∪ set), and the score
-    densities of the ``reference`` CSF split by correctness, with its first semantic set (Figs. 6–9; the
-    report shows those of the first model that is not randomly initialised).  Returns (rank summary rows,
-    density curves, what the curves show); empty frames where the model lacks the CSFs or a semantic set."""
-    summaries, curves, title = [], pd.DataFrame(), "no model"
-    id_scores, correct = scores.of(ID_TEST, None), scores.correct[ID_TEST]
-    for name in sorted(n for n, a in scores.sets.items() if a["shift_type"] == "semantic"):
-        ood = scores.of(name, None)
-        if all(c in id_scores for c in RANK_PAIR):
-            summary = rank_comparison({c: id_scores[c] for c in RANK_PAIR}, correct,
-                                      {c: ood[c] for c in RANK_PAIR}).summary
-            summaries.append(summary.assign(model=scores.model, ood_set=name))
-        if curves.empty and reference in id_scores:
-            groups = {**split_by_correctness(id_scores[reference], correct, "ID test"), name: ood[reference]}
-            curves = score_densities(groups).kde
-            title = f"{scores.model}: {reference} on the ID test split and {name}"
-    return (pd.concat(summaries, ignore_index=True) if summaries else pd.DataFrame()), curves, title
+    percentile rank of correct ID, incorrect ID and OOD samples in the pooled ID test ∪ set); no rows where the
+    model lacks either CSF or a semantic set."""
+    if len(scores.of(ID_TEST, RANK_PAIR)) < len(RANK_PAIR):
+        return pd.DataFrame()
+
+    def pair(name):  # MSR and MLS, in this order
+        return {csf: scores.confidences[name][csf] for csf in RANK_PAIR}
+
+    return _concat([rank_comparison(pair(ID_TEST), scores.correct[ID_TEST], pair(name)).summary
+                    .assign(model=scores.model, ood_set=name) for name in scores.names("semantic")])
+
+
+def density_curves(scores: ModelScores, reference: str) -> tuple[pd.DataFrame, str]:
+    """The score densities of the ``reference`` CSF on one model's ID test split, split by correctness, and on
+    its first semantic set (Figs. 6–9), with what they show; an empty frame where the model lacks the CSF or a
+    semantic set (the report draws those of the first model that is not randomly initialised)."""
+    id_scores, names = scores.of(ID_TEST, [reference]), scores.names("semantic")
+    if not id_scores or not names:
+        return pd.DataFrame(), "no model"
+    groups = {**split_by_correctness(id_scores[reference], scores.correct[ID_TEST], "ID test"),
+              names[0]: scores.of(names[0], [reference])[reference]}
+    return score_densities(groups).kde, f"{scores.model}: {reference} on the ID test split and {names[0]}"
 
 
 def gallery_images(source_dataset: DatasetSpec, val_size: int, sets: list[EvalSet]) -> dict[str, ImageSet]:
@@ -348,12 +370,6 @@ def pair_rankings(table: pd.DataFrame, alpha: float, source: str) -> dict:
         return {"status": "skipped", "analysis": analysis, "reason": str(err)}
 
 
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """The non-empty ``frames`` one below the other (an empty frame without columns if none)."""
-    frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
 def write_analyses(source: str, scores_files: list[str | Path], metrics_files: list[str | Path], settings: dict,
                    alpha: float, outputs: dict, embeddings_files: list[str | Path] | None = None,
                    images: dict[str, ImageSet] | None = None) -> None:
@@ -386,10 +402,9 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
             model_bins, model_fits = model_distance(scores, distances, settings)
             bins.append(model_bins)
             fits.append(model_fits)
-        summary, model_curves, model_title = score_views(scores, settings["reference_csf"])
-        ranks.append(summary)
+        ranks.append(rank_views(scores))
         if curves.empty:
-            curves, title = model_curves, model_title
+            curves, title = density_curves(scores, settings["reference_csf"])
         if picked is None:  # the gallery of the first model that is not randomly initialised
             picked, thumbnails = gallery(scores, images or {}, settings["gallery_k"])
     cells = pd.concat(decomposition, ignore_index=True)
@@ -410,8 +425,7 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
     write_table(grid, outputs["pair_grid"], Path(outputs["pair_grid"]).with_suffix(".tex"),
                 f"{source}: new-class AUROC per CSF and (ID-role / OOD-role) pair, mean over models, and its change "
                 f"against {settings['reference_csf']}")
-    frr_all = pd.concat([f for f in frr if len(f)], ignore_index=True) if any(len(f) for f in frr) else pd.DataFrame(
-        columns=["csf", "set", "q", "threshold", "frr", "n_correct", "model", "paradigm", "semantic_set"])
+    frr_all = _concat(frr, ["csf", "set", "q", "threshold", "frr", "n_correct", "model", "paradigm", "semantic_set"])
     write_table(frr_all, outputs["frr"], Path(outputs["frr"]).with_suffix(".tex"),
                 f"{source}: false rejection of correct samples at the threshold transferred from a semantic set")
     save_figure(report.plot_frr(frr_all, source), outputs["frr_png"], outputs["frr_pdf"])
