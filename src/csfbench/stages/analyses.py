@@ -177,11 +177,10 @@ def model_cells(scores: ModelScores, settings: dict) -> tuple[pd.DataFrame, pd.D
         for csf in sorted(id_scores):
             cells[(model, paradigm, csf, id_set, ood_set)] = (id_scores[csf], scores.correct[id_set], ood_scores[csf])
     table = decomposition_table(cells, KEY)
-    labelled = [ID_TEST] + scores.names("covariate")
+    labelled = {name: (scores.of(name, csfs), scores.correct[name]) for name in [ID_TEST] + scores.names("covariate")}
     frr = []  # a random network's correct samples are too few (often none) for a rejection rate
     for semantic in scores.names("semantic") if paradigm != RANDOM else []:
-        per_set = {name: (scores.of(name, csfs), scores.correct[name]) for name in labelled}
-        part = frr_table(per_set, scores.of(semantic, csfs), settings["frr_quantile"])
+        part = frr_table(labelled, scores.of(semantic, csfs), settings["frr_quantile"])
         frr.append(part.assign(model=model, paradigm=paradigm, semantic_set=semantic))
     random = {}
     if paradigm == RANDOM:
