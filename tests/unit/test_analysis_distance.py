@@ -183,6 +183,8 @@ def test_distance_controlled_auroc_known_line():
     queries = {"near": (distances, {"A": conf_a, "B": -conf_a}), "far": (distances + 1, {"A": conf_a, "B": conf_a})}
     bins, fits = dist.distance_controlled_auroc(id_scores, queries, n_bins=5)
     assert len(bins) == 2 * 2 * 5 and list(bins.columns[:2]) == ["query_set", "csf"]
+    assert tuple(fits.columns) == dist.FIT_COLUMNS
+    assert tuple(dist.distance_controlled_auroc(id_scores, {})[1].columns) == dist.FIT_COLUMNS  # no query set
     near_a = bins[(bins.query_set == "near") & (bins.csf == "A")]
     np.testing.assert_allclose(near_a["distance_mean"], [1, 2, 3, 4, 5])
     np.testing.assert_allclose(near_a["auroc"], [0.2, 0.3, 0.4, 0.5, 0.6])

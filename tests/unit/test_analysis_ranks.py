@@ -56,6 +56,7 @@ def test_rank_gap_selection_known_answer():
     ids = ["s0", "s1", "s2", "s3"]
     # pool ranks: a 12.5 37.5 62.5 87.5, b reversed: gaps -75, -25, 25, 75
     top = ranks.rank_gap_selection(a, b, sets, ids, k=1)
+    assert tuple(top.columns) == ranks.RANK_GAP_COLUMNS
     assert list(top["set"]) == ["x", "y"] and list(top["index"]) == [1, 3] and list(top["sample_id"]) == ["s1", "s3"]
     np.testing.assert_allclose(top["gap"], [-25.0, 75.0])
     np.testing.assert_allclose(top["rank_a"], [37.5, 87.5])

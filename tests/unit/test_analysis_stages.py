@@ -431,6 +431,25 @@ def test_gallery_and_densities_are_the_first_trained_models_even_when_its_galler
     metrics = [write_metrics_file(tmp_path / f"{i}.parquet") for i in range(3)]
     with pytest.warns(IncompleteBlocksWarning, match="missing MLS"):  # the cliques drop the first model's blocks
         stage.write_analyses("demo10", files, metrics, SETTINGS, 0.05, outputs, images=images)
-    assert Path(outputs["gallery"]).read_text().strip() == ""  # not the second trained model's, which has both CSFs
+    assert pd.read_csv(outputs["gallery"]).empty  # not the second trained model's, which has both CSFs
     assert titles == [f"{first}: MSR on the ID test split and near"]
     assert set(pd.read_csv(outputs["ranks"])["model"]) == {second}  # the rank comparison needs both CSFs
+
+
+def test_every_table_keeps_its_header_without_embeddings_or_images(tmp_path):
+    """A run without the proximity stage's embeddings (or the gallery's images) still writes every table with
+    its columns, so pandas (or any CSV reader) can read it back; the distance tables just hold no rows."""
+    models = (RANDOM, TRAINED)
+    files = [write_scores_file(tmp_path / f"{m}.h5", m, standard_sets()) for m in models]
+    outputs = job_outputs(tmp_path / "out")
+    stage.write_analyses("demo10", files, [write_metrics_file(tmp_path / f"{m}.parquet") for m in models],
+                         SETTINGS, 0.05, outputs)
+    for name in [n for n in outputs if n.endswith("png")]:
+        assert Path(outputs[name]).stat().st_size > 5_000, name
+    tables = {name: pd.read_csv(path) for name, path in outputs.items() if path.endswith(".csv")}
+    assert tables["distance"].empty and list(tables["distance"].columns) == [
+        "query_set", "csf", "slope", "slope_se", "intercept", "intercept_se", "n_bins", "sigma", "r_squared", "model"]
+    assert tables["distance_overlap"].empty and list(tables["distance_overlap"].columns) == [
+        "cell", "a", "b", "parameter", "estimate_a", "se_a", "estimate_b", "se_b", "overlap"]
+    assert tables["gallery"].empty and "model" in tables["gallery"].columns
+    assert set(tables["ranks"]["model"]) == {TRAINED} and set(tables["frr"]["model"]) == {TRAINED}

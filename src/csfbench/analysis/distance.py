@@ -277,6 +277,10 @@ def intervals_overlap(fit_a: OLSFit, fit_b: OLSFit, parameter: str = "intercept"
 # ---------------------------------------------------------------- the whole analysis
 
 
+#: the columns of :func:`distance_controlled_auroc`'s fits, one row per (query set, CSF)
+FIT_COLUMNS = ("query_set", "csf", "slope", "slope_se", "intercept", "intercept_se", "n_bins", "sigma", "r_squared")
+
+
 def distance_controlled_auroc(id_scores: Mapping[str, np.ndarray],
                               queries: Mapping[str, tuple[np.ndarray, Mapping[str, np.ndarray]]],
                               n_bins: int = DEFAULT_BINS) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -304,7 +308,7 @@ def distance_controlled_auroc(id_scores: Mapping[str, np.ndarray],
     bins_frame = pd.concat(bins, ignore_index=True) if bins else pd.DataFrame()
     if len(bins_frame):
         bins_frame = bins_frame[["query_set", "csf", *[c for c in bins_frame.columns if c not in ("query_set", "csf")]]]
-    return bins_frame, pd.DataFrame(fits)
+    return bins_frame, pd.DataFrame(fits, columns=list(FIT_COLUMNS))
 
 
 def overlap_table(fits: pd.DataFrame, compare: str = "query_set", within: str = "csf",

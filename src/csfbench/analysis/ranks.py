@@ -90,6 +90,10 @@ def rank_comparison(id_scores: Mapping[str, np.ndarray], id_correct, ood_scores:
                           pd.DataFrame(summary))
 
 
+#: the columns of :func:`rank_gap_selection`'s rows
+RANK_GAP_COLUMNS = ("set", "position", "index", "sample_id", "score_a", "score_b", "rank_a", "rank_b", "gap")
+
+
 def rank_gap_selection(scores_a, scores_b, set_labels, sample_ids=None, k: int = 12, rank_within: str = "pool",
                        direction: str = "a_over_b") -> pd.DataFrame:
     """The ``k`` samples per set with the largest rank gap between two CSFs (one model).

@@ -27,10 +27,10 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from csfbench.analysis import (category_metrics, decomposition_table, distance_controlled_auroc, frr_table,
-                               iconic_summary, iconic_table, nearest_neighbour_distance, overlap_table,
-                               random_network_check, rank_comparison, rank_gap_selection, score_densities,
-                               split_by_correctness)
+from csfbench.analysis import (FIT_COLUMNS, RANK_GAP_COLUMNS, category_metrics, decomposition_table,
+                               distance_controlled_auroc, frr_table, iconic_summary, iconic_table,
+                               nearest_neighbour_distance, overlap_table, random_network_check, rank_comparison,
+                               rank_gap_selection, score_densities, split_by_correctness)
 from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets, set_groups
 from csfbench.data.base import ImageSet
@@ -255,9 +255,7 @@ def model_distance(scores: ModelScores, distances: dict[str, np.ndarray], settin
 
 def distance_overlaps(fits: pd.DataFrame) -> pd.DataFrame:
     """The ±2·SE overlap of the intercepts of every two query sets per (model, CSF) of :func:`model_distance`'s
-    fits."""
-    if not len(fits):
-        return pd.DataFrame()
+    fits (columns ``cell`` = "model CSF" and those of :func:`csfbench.analysis.overlap_table`)."""
     return overlap_table(fits.assign(cell=fits["model"] + " " + fits["csf"]), within="cell")
 
 
@@ -301,6 +299,8 @@ def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
 
 #: the two CSFs of ImageNet-OOD's rank comparison (Fig. 5): MSP and Max-Logit
 RANK_PAIR = ("MSR", "MLS")
+#: the rank-gap gallery's table: :func:`csfbench.analysis.rank_gap_selection`'s rows and the model
+GALLERY_COLUMNS = [*RANK_GAP_COLUMNS, "model"]
 
 
 def rank_views(scores: ModelScores) -> pd.DataFrame:
@@ -344,7 +344,7 @@ def gallery(scores: ModelScores, images: dict[str, ImageSet], k: int) -> tuple[p
     without images or without both CSFs."""
     per_set = {name: scores.of(name, RANK_PAIR) for name in images}
     if not images or any(set(RANK_PAIR) - set(v) for v in per_set.values()):
-        return pd.DataFrame(), []
+        return pd.DataFrame(columns=GALLERY_COLUMNS), []
     labels = np.concatenate([[name] * len(per_set[name]["MSR"]) for name in images])
     ids = np.concatenate([np.asarray(images[name].sample_ids).astype(str) for name in images])
     rows = rank_gap_selection(np.concatenate([per_set[n]["MSR"] for n in images]),
@@ -380,8 +380,9 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
     PNG/PDF pairs png/pdf (pair grid and random check), decomposition_*, conditional_*, frr_*, rankings_*,
     distance_*, scores_*, gallery_*; ``embeddings_files``: the source's encoder embeddings, the proximity
     stage's and, where the source has covariate sets, :func:`embed_covariate_sets`' (None or empty: no distance
-    analysis, its table is empty and its figure says why); ``images``: the ID test split's and
-    the semantic sets' images, in the scores' order, for the rank-gap gallery (None or empty: no gallery)."""
+    analysis, its tables hold their columns but no rows and its figure says why); ``images``: the ID test
+    split's and the semantic sets' images, in the scores' order, for the rank-gap gallery (None or empty: no
+    gallery, its table holds its columns only)."""
     distances = query_distances(embeddings_files) if embeddings_files else None
     decomposition, frr, random_rows, metric_rows, bins, fits, ranks, categories = ([] for _ in range(8))
     curves, title, picked, thumbnails = pd.DataFrame(), "no model", None, []
@@ -439,7 +440,7 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
                 outputs["rankings_pdf"])
     save_figure(report.plot_analyses(grid, random_check, source, settings["reference_csf"]), outputs["png"],
                 outputs["pdf"])
-    bins, fits = _concat(bins), _concat(fits)
+    bins, fits = _concat(bins), _concat(fits, [*FIT_COLUMNS, "model"])
     write_table(fits, outputs["distance"], Path(outputs["distance"]).with_suffix(".tex"),
                 f"{source}: AUROC against the distance to the ID test split, OLS per model, CSF and shifted set")
     with atomic_path(outputs["distance_overlap"]) as tmp:
@@ -450,7 +451,7 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
     write_table(ranks, outputs["ranks"], Path(outputs["ranks"]).with_suffix(".tex"),
                 f"{source}: percentile ranks of MSP (MSR) and Max-Logit (MLS) by sample group")
     save_figure(report.plot_score_views(ranks, curves, title), outputs["scores_png"], outputs["scores_pdf"])
-    picked = pd.DataFrame() if picked is None else picked
+    picked = pd.DataFrame(columns=GALLERY_COLUMNS) if picked is None else picked
     with atomic_path(outputs["gallery"]) as tmp:
         picked.to_csv(tmp, index=False)
     save_figure(report.plot_gallery(picked, thumbnails, source), outputs["gallery_png"], outputs["gallery_pdf"])
