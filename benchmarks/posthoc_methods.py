@@ -29,9 +29,10 @@ pins BLAS (threadpoolctl), torch and faiss to N threads; 0 keeps the libraries' 
 
 BLAS kernels: faiss-cpu 1.15.1 bundles its own OpenBLAS (0.3.15), which does not recognise newer CPUs
 (a Sapphire Rapids Xeon among them) and falls back to its SSE3 ``Prescott`` kernels, 6× slower for
-``IndexFlatL2``'s product on such a host.  So that faiss is not handicapped, both sides' processes get
-``OPENBLAS_CORETYPE`` set to the kernel numpy's OpenBLAS detected (unless it is set already), and the
-report names the kernel each BLAS library in each side's process runs (threadpoolctl).
+``IndexFlatL2``'s product on such a host.  So that faiss is not handicapped, the reference side's
+processes get ``OPENBLAS_CORETYPE`` set to the kernel the newest OpenBLAS loaded with numpy and scipy
+detected (unless it is set already; ours use numpy's OpenBLAS, which detects the CPU itself), and the report names the kernel each
+BLAS library in each side's process runs (threadpoolctl).
 Targets (reported, not asserted): all methods together ≤ 90 s and ≤ 8 GB; KNN no slower than faiss;
 every method no slower than pytorch-ood's.  Results go to ``<out>.json`` and ``<out>.md``.
 """
@@ -250,20 +251,26 @@ def run_side(side: str, folder: Path, round_: int, methods: list[str], reference
 
 
 def blas_kernels() -> list[str]:
-    """The BLAS libraries loaded in this process, each as "prefix version: CPU kernel" (threadpoolctl)."""
+    """The BLAS libraries loaded in this process, each as "prefix version: CPU kernel" (threadpoolctl; "?"
+    where the library does not report its kernel, as MKL), sorted."""
     from threadpoolctl import threadpool_info
-    return [f"{i['prefix']} {i['version']}: {i.get('architecture') or i.get('threading_layer', '?')}"
-            for i in threadpool_info() if i["user_api"] == "blas"]
+    return sorted(f"{i['prefix']} {i['version']}: {i.get('architecture') or '?'}"
+                  for i in threadpool_info() if i["user_api"] == "blas")
 
 
-def side_environment() -> dict[str, str]:
-    """The side processes' environment: this one's, with ``OPENBLAS_CORETYPE`` set (unless it is set
-    already) to the kernel numpy's OpenBLAS detected, for the older OpenBLAS bundled with faiss-cpu."""
+def reference_environment() -> dict[str, str]:
+    """The reference side's environment: this one's, with ``OPENBLAS_CORETYPE`` set (unless it is set
+    already) to the kernel that the newest OpenBLAS loaded here (numpy's or scipy's) detected, for the
+    older OpenBLAS bundled with faiss-cpu."""
     from threadpoolctl import threadpool_info
+
+    def version(entry: dict) -> tuple[int, ...]:
+        return tuple(int(part) for part in str(entry.get("version") or "0").split(".") if part.isdigit())
+
     env = dict(os.environ)
-    detected = [i["architecture"] for i in threadpool_info() if i["internal_api"] == "openblas" and i.get("architecture")]
-    if detected and "OPENBLAS_CORETYPE" not in env:
-        env["OPENBLAS_CORETYPE"] = detected[0]
+    loaded = [i for i in threadpool_info() if i["internal_api"] == "openblas" and i.get("architecture")]
+    if loaded and "OPENBLAS_CORETYPE" not in env:
+        env["OPENBLAS_CORETYPE"] = max(loaded, key=version)["architecture"]
     return env
 
 
@@ -324,7 +331,7 @@ def markdown(result: dict) -> str:
                f"{cfg['load_avg_start'][0]:.1f} / {cfg['load_avg_end'][0]:.1f}; sizes {cfg['sizes']}; "
                f"fixed hyper-parameters {json.dumps(FIXED)}\n")
     out.append("BLAS kernels: " + "; ".join(f"{side}: {', '.join(libs)}" for side, libs in result["blas"].items())
-               + f" (OPENBLAS_CORETYPE={cfg['openblas_coretype']})\n")
+               + f" (the reference side's OPENBLAS_CORETYPE: {cfg['openblas_coretype']})\n")
     together = result["all_together"]
     out.append(f"All {together['methods']} methods together (fit + score, one pass): median {together['s']:.1f} s "
                f"(runs: {', '.join(f'{s:.1f}' for s in together['s_runs'])}), peak RSS {together['peak_gb']:.2f} GB\n")
@@ -386,8 +393,8 @@ def main(argv=None) -> int:
                          f"{platform.python_version()}, numpy {np.__version__}",
               "scale": args.scale, "sizes": {k: len(v) for k, v in splits.items()}, "rounds": args.rounds,
               "threads": args.threads or "default", "load_avg_start": os.getloadavg()}
-    env = side_environment()
-    config["openblas_coretype"] = env.get("OPENBLAS_CORETYPE", "unset")
+    env = {"ours": dict(os.environ), "reference": reference_environment()}
+    config["openblas_coretype"] = env["reference"].get("OPENBLAS_CORETYPE", "unset")
     print(f"data: {config['sizes']} in {time.perf_counter() - t0:.1f} s", flush=True)
     shm, size = Path("/dev/shm"), sum(a.nbytes for s in splits.values() for a in (s.features, s.logits, s.labels))
     in_memory = shm.is_dir() and shutil.disk_usage(shm).free > 2 * size
@@ -401,7 +408,7 @@ def main(argv=None) -> int:
                 t_side = time.perf_counter()
                 subprocess.run([sys.executable, __file__, "--side", side, "--data", str(folder), "--round", str(round_),
                                 "--threads", str(args.threads), "--methods", ",".join(methods),
-                                "--references", ",".join(reference_names)], check=True, env=env)
+                                "--references", ",".join(reference_names)], check=True, env=env[side])
                 reports[side].append(json.loads((folder / f"{side}.{round_}.json").read_text()))
                 print(f"round {round_} {side:9s} {time.perf_counter() - t_side:7.1f} s", flush=True)
         result = summarise(reports, folder, methods, reference_names)

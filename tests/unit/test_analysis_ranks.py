@@ -23,6 +23,7 @@ def test_rank_comparison_known_answer():
     id_scores = {"A": [3.0, 2.0, 1.0], "B": [1.0, 2.0, 3.0]}
     ood_scores = {"A": [0.0], "B": [0.0]}
     result = ranks.rank_comparison(id_scores, [1, 1, 0], ood_scores, bins=4)
+    assert tuple(result.summary.columns) == ranks.RANK_SUMMARY_COLUMNS
     a = result.samples[result.samples.csf == "A"]
     np.testing.assert_allclose(a["rank"], [87.5, 62.5, 37.5, 12.5])
     assert list(a["group"]) == ["correct_id", "correct_id", "incorrect_id", "ood"]

@@ -436,11 +436,15 @@ def test_gallery_and_densities_are_the_first_trained_models_even_when_its_galler
     assert set(pd.read_csv(outputs["ranks"])["model"]) == {second}  # the rank comparison needs both CSFs
 
 
-def test_every_table_keeps_its_header_without_embeddings_or_images(tmp_path):
-    """A run without the proximity stage's embeddings (or the gallery's images) still writes every table with
-    its columns, so pandas (or any CSV reader) can read it back; the distance tables just hold no rows."""
+def test_every_table_keeps_its_header_when_it_holds_no_rows(tmp_path):
+    """A run without the proximity stage's embeddings or the gallery's images, whose one trained model lacks
+    Max-Logit (no rank views), still writes every table with its columns, so pandas (or any CSV reader) can
+    read it back; the distance, rank and gallery tables just hold no rows."""
     models = (RANDOM, TRAINED)
     files = [write_scores_file(tmp_path / f"{m}.h5", m, standard_sets()) for m in models]
+    with h5py.File(files[1], "a") as fh:
+        for name in fh:
+            del fh[f"{name}/det/MLS"]
     outputs = job_outputs(tmp_path / "out")
     stage.write_analyses("demo10", files, [write_metrics_file(tmp_path / f"{m}.parquet") for m in models],
                          SETTINGS, 0.05, outputs)
@@ -451,5 +455,8 @@ def test_every_table_keeps_its_header_without_embeddings_or_images(tmp_path):
         "query_set", "csf", "slope", "slope_se", "intercept", "intercept_se", "n_bins", "sigma", "r_squared", "model"]
     assert tables["distance_overlap"].empty and list(tables["distance_overlap"].columns) == [
         "cell", "a", "b", "parameter", "estimate_a", "se_a", "estimate_b", "se_b", "overlap"]
-    assert tables["gallery"].empty and "model" in tables["gallery"].columns
-    assert set(tables["ranks"]["model"]) == {TRAINED} and set(tables["frr"]["model"]) == {TRAINED}
+    assert tables["ranks"].empty and list(tables["ranks"].columns) == [
+        "group", "csf", "n", "mean_rank", "median_rank", "model", "ood_set"]
+    assert tables["gallery"].empty and list(tables["gallery"].columns) == [
+        "set", "position", "index", "sample_id", "score_a", "score_b", "rank_a", "rank_b", "gap", "model"]
+    assert set(tables["frr"]["model"]) == {TRAINED}

@@ -55,12 +55,13 @@ from csfbench.analysis.iconic import (
     iconic_summary,
     iconic_table,
 )
-from csfbench.analysis.ranks import (RANK_GAP_COLUMNS, RankComparison, percentile_ranks, rank_comparison,
-                                     rank_gap_selection)
+from csfbench.analysis.ranks import (RANK_GAP_COLUMNS, RANK_SUMMARY_COLUMNS, RankComparison, percentile_ranks,
+                                     rank_comparison, rank_gap_selection)
 from csfbench.analysis.sanity import random_network_check
 
 __all__ = [
-    "AVERAGE", "FIT_COLUMNS", "POOLED", "RANK_GAP_COLUMNS", "Decomposition", "IdentityError", "OLSFit", "RankComparison", "ScoreDensities",
+    "AVERAGE", "FIT_COLUMNS", "POOLED", "RANK_GAP_COLUMNS", "RANK_SUMMARY_COLUMNS", "Decomposition",
+    "IdentityError", "OLSFit", "RankComparison", "ScoreDensities",
     "auroc_against", "binned_auroc", "category_metrics", "check_identities", "check_identity_table",
     "conditional_auroc_table", "confidence_band", "decompose", "decomposition_table", "distance_controlled_auroc",
     "equal_count_bins", "failure_pooled_from_parts", "failure_weighted_from_parts", "false_rejection_rate",

@@ -308,7 +308,7 @@ def distance_controlled_auroc(id_scores: Mapping[str, np.ndarray],
     bins_frame = pd.concat(bins, ignore_index=True) if bins else pd.DataFrame()
     if len(bins_frame):
         bins_frame = bins_frame[["query_set", "csf", *[c for c in bins_frame.columns if c not in ("query_set", "csf")]]]
-    return bins_frame, pd.DataFrame(fits, columns=list(FIT_COLUMNS))
+    return bins_frame, pd.DataFrame(fits) if fits else pd.DataFrame(columns=list(FIT_COLUMNS))
 
 
 def overlap_table(fits: pd.DataFrame, compare: str = "query_set", within: str = "csf",

@@ -33,6 +33,10 @@ def percentile_ranks(scores) -> np.ndarray:
     return 100.0 * (rankdata(values, method="average") - 0.5) / values.size
 
 
+#: the columns of :attr:`RankComparison.summary`
+RANK_SUMMARY_COLUMNS = ("group", "csf", "n", "mean_rank", "median_rank")
+
+
 @dataclass(frozen=True)
 class RankComparison:
     """``samples``: one row per (sample, CSF) with ``group`` (correct_id / incorrect_id / ood),

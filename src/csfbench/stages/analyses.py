@@ -27,10 +27,10 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from csfbench.analysis import (FIT_COLUMNS, RANK_GAP_COLUMNS, category_metrics, decomposition_table,
-                               distance_controlled_auroc, frr_table, iconic_summary, iconic_table,
-                               nearest_neighbour_distance, overlap_table, random_network_check, rank_comparison,
-                               rank_gap_selection, score_densities, split_by_correctness)
+from csfbench.analysis import (FIT_COLUMNS, RANK_GAP_COLUMNS, RANK_SUMMARY_COLUMNS, category_metrics,
+                               decomposition_table, distance_controlled_auroc, frr_table, iconic_summary,
+                               iconic_table, nearest_neighbour_distance, overlap_table, random_network_check,
+                               rank_comparison, rank_gap_selection, score_densities, split_by_correctness)
 from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets, set_groups
 from csfbench.data.base import ImageSet
@@ -299,7 +299,10 @@ def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
 
 #: the two CSFs of ImageNet-OOD's rank comparison (Fig. 5): MSP and Max-Logit
 RANK_PAIR = ("MSR", "MLS")
-#: the rank-gap gallery's table: :func:`csfbench.analysis.rank_gap_selection`'s rows and the model
+#: the columns of the tables that may hold no rows: the distance fits (:func:`model_distance`), the rank
+#: views (:func:`rank_views`) and the rank-gap gallery (:func:`gallery`)
+DISTANCE_COLUMNS = [*FIT_COLUMNS, "model"]
+RANKS_COLUMNS = [*RANK_SUMMARY_COLUMNS, "model", "ood_set"]
 GALLERY_COLUMNS = [*RANK_GAP_COLUMNS, "model"]
 
 
@@ -308,13 +311,14 @@ def rank_views(scores: ModelScores) -> pd.DataFrame:
     percentile rank of correct ID, incorrect ID and OOD samples in the pooled ID test ∪ set); no rows where the
     model lacks either CSF or a semantic set."""
     if len(scores.of(ID_TEST, RANK_PAIR)) < len(RANK_PAIR):
-        return pd.DataFrame()
+        return pd.DataFrame(columns=RANKS_COLUMNS)
 
     def pair(name):  # MSR and MLS, in this order
         return {csf: scores.confidences[name][csf] for csf in RANK_PAIR}
 
-    return _concat([rank_comparison(pair(ID_TEST), scores.correct[ID_TEST], pair(name)).summary
-                    .assign(model=scores.model, ood_set=name) for name in scores.names("semantic")])
+    views = [rank_comparison(pair(ID_TEST), scores.correct[ID_TEST], pair(name)).summary
+             .assign(model=scores.model, ood_set=name) for name in scores.names("semantic")]
+    return _concat(views, RANKS_COLUMNS)
 
 
 def density_curves(scores: ModelScores, reference: str) -> tuple[pd.DataFrame, str]:
@@ -440,14 +444,14 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
                 outputs["rankings_pdf"])
     save_figure(report.plot_analyses(grid, random_check, source, settings["reference_csf"]), outputs["png"],
                 outputs["pdf"])
-    bins, fits = _concat(bins), _concat(fits, [*FIT_COLUMNS, "model"])
+    bins, fits = _concat(bins), _concat(fits, DISTANCE_COLUMNS)
     write_table(fits, outputs["distance"], Path(outputs["distance"]).with_suffix(".tex"),
                 f"{source}: AUROC against the distance to the ID test split, OLS per model, CSF and shifted set")
     with atomic_path(outputs["distance_overlap"]) as tmp:
         distance_overlaps(fits).to_csv(tmp, index=False)
     save_figure(report.plot_distance(bins, fits, source, settings["reference_csf"]), outputs["distance_png"],
                 outputs["distance_pdf"])
-    ranks = _concat(ranks)
+    ranks = _concat(ranks, RANKS_COLUMNS)
     write_table(ranks, outputs["ranks"], Path(outputs["ranks"]).with_suffix(".tex"),
                 f"{source}: percentile ranks of MSP (MSR) and Max-Logit (MLS) by sample group")
     save_figure(report.plot_score_views(ranks, curves, title), outputs["scores_png"], outputs["scores_pdf"])
