@@ -244,8 +244,10 @@ def test_category_rows_and_tables_follow_iconic_444(tmp_path):
     second = write_scores_file(tmp_path / "2.h5", "vgg13_devries_do0_rew0_run2",
                                [(n, {**s, "msr": list(np.asarray(s["msr"]) ** 2)}) for n, s in sets])
     noise = write_scores_file(tmp_path / "r.h5", RANDOM, sets)
+    unshifted = write_scores_file(tmp_path / "u.h5", TRAINED, sets[:1], source="plain")  # no category: no rows
+    assert stage.category_rows(stage.read_model_scores(unshifted), ["MSR"]).empty
     long_files = []
-    for i, path in enumerate((first, second, noise)):
+    for i, path in enumerate((first, second, noise, unshifted)):
         long_files.append(tmp_path / f"long{i}.csv")
         stage.category_rows(stage.read_model_scores(path), ["MSR"]).to_csv(long_files[-1], index=False)
     outputs = {view: str(tmp_path / f"categories_{view}.csv") for view in ("averaged", "pooled")}

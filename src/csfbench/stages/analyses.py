@@ -31,6 +31,7 @@ from csfbench.analysis import (FIT_COLUMNS, RANK_GAP_COLUMNS, RANK_SUMMARY_COLUM
                                decomposition_table, distance_controlled_auroc, frr_table, iconic_summary,
                                iconic_table, nearest_neighbour_distance, overlap_table, random_network_check,
                                rank_comparison, rank_gap_selection, score_densities, split_by_correctness)
+from csfbench.analysis.iconic import INPUT_COLUMNS as CATEGORY_ROW_COLUMNS
 from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets, set_groups
 from csfbench.data.base import ImageSet
@@ -278,7 +279,7 @@ def category_rows(scores: ModelScores, csfs: list[str] | None) -> pd.DataFrame:
             part = category_metrics(id_conf, {name: shifted[name][csf] for name in names})
             rows.append(part.assign(method=csf, task=scores.source, arch=f"{mid.backbone} {mid.paradigm}",
                                     run=mid.run, category=category))
-    return _concat(rows)
+    return _concat(rows, list(CATEGORY_ROW_COLUMNS))
 
 
 def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
