@@ -229,6 +229,20 @@ def test_the_analyses_read_only_the_unprojected_deterministic_scores(tmp_path):
         stage.read_model_scores(path)
 
 
+def test_category_tables_are_written_when_no_source_has_a_category(tmp_path):
+    """A failure-detection-only run (no semantic or covariate set anywhere) still gets its category tables and
+    figure, with no rows, instead of a failed job."""
+    plain = write_scores_file(tmp_path / "u.h5", TRAINED, standard_sets()[:1])
+    long_file = tmp_path / "long.csv"
+    stage.category_rows(stage.read_model_scores(plain), ["MSR"]).to_csv(long_file, index=False)
+    outputs = {view: str(tmp_path / f"categories_{view}.csv") for view in ("averaged", "pooled")}
+    outputs.update(png=str(tmp_path / "categories.png"), pdf=str(tmp_path / "categories.pdf"))
+    stage.write_category_tables([long_file], outputs)
+    for view in ("averaged", "pooled"):
+        assert Path(outputs[view]).is_file() and Path(outputs[view]).with_suffix(".tex").is_file()
+    assert Path(outputs["png"]).stat().st_size > 1_000
+
+
 def test_category_rows_and_tables_follow_iconic_444(tmp_path):
     sets = [*standard_sets(), _set("noise", "semantic", "far", [0.05, 0.15, 0.6], [0, 0, 0]),
             _set("photos", "semantic", "far", [0.25, 0.95], [0, 0])]

@@ -286,9 +286,10 @@ def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
     """Job: ICONIC-444's category tables over every source (task), architecture and run from the per-source
     rows of :func:`category_rows`, one per reading of the categories with several sets (``averaged``,
     ``pooled``): mean and ddof-1 deviation per category, and "Average" = the unweighted mean of the category
-    means with the ddof-1 deviation of those means.  Values are fractions; randomly initialised models left out."""
-    frames = [pd.read_csv(path) for path in long_files]
-    rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
+    means with the ddof-1 deviation of those means.  Values are fractions; randomly initialised models left out.
+    Without any category row (no source has a semantic or covariate set) the tables are empty and the figure
+    says so."""
+    rows = _concat([pd.read_csv(path) for path in long_files], list(CATEGORY_ROW_COLUMNS))
     rows = rows[~rows["arch"].str.endswith(f" {RANDOM}")]
     for view in ("averaged", "pooled"):
         table = iconic_table(rows, aggregation=view)
