@@ -31,8 +31,8 @@ BLAS kernels: faiss-cpu 1.15.1 bundles its own OpenBLAS (0.3.15), which does not
 (a Sapphire Rapids Xeon among them) and falls back to its SSE3 ``Prescott`` kernels, 6× slower for
 ``IndexFlatL2``'s product on such a host.  So that faiss is not handicapped, the reference side's
 processes get ``OPENBLAS_CORETYPE`` set to the kernel the newest OpenBLAS loaded with numpy and scipy
-detected (unless it is set already; ours use numpy's OpenBLAS, which detects the CPU itself), and the report names the kernel each
-BLAS library in each side's process runs (threadpoolctl).
+detected (unless it is set already; ours use numpy's OpenBLAS, which detects the CPU itself), and the
+report names the kernel each BLAS library in each side's process runs (threadpoolctl).
 Targets (reported, not asserted): all methods together ≤ 90 s and ≤ 8 GB; KNN no slower than faiss;
 every method no slower than pytorch-ood's.  Results go to ``<out>.json`` and ``<out>.md``.
 """

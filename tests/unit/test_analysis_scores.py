@@ -27,7 +27,9 @@ def test_frr_table_and_errors():
     sets = {"IN-1K": ({"MSP": np.array([0.9, 0.2, 0.6]), "Energy": np.array([5.0, 1.0, 2.0])}, np.array([1, 1, 0])),
             "IN-C": ({"MSP": np.array([0.1, 0.3]), "Energy": np.array([0.5, 4.0])}, np.array([1, 1]))}
     semantic = {"MSP": np.array([0.1, 0.2, 0.3, 0.4, 0.5]), "Energy": np.array([1.0, 2.0, 3.0, 4.0, 5.0])}
-    table = frr.frr_table(sets, semantic, q=0.5).set_index(["csf", "set"])
+    table = frr.frr_table(sets, semantic, q=0.5)
+    assert tuple(table.columns) == frr.FRR_COLUMNS
+    table = table.set_index(["csf", "set"])
     assert table.loc[("MSP", "IN-1K"), "threshold"] == pytest.approx(0.3)
     assert table.loc[("MSP", "IN-1K"), "frr"] == pytest.approx(0.5)   # 0.2 < 0.3, 0.9 not
     assert table.loc[("MSP", "IN-C"), "frr"] == pytest.approx(0.5)    # 0.1 < 0.3

@@ -47,7 +47,7 @@ from csfbench.analysis.distance import (
     ols_fit,
     overlap_table,
 )
-from csfbench.analysis.frr import false_rejection_rate, frr_table, transferred_threshold
+from csfbench.analysis.frr import FRR_COLUMNS, false_rejection_rate, frr_table, transferred_threshold
 from csfbench.analysis.iconic import (
     AVERAGE,
     POOLED,
@@ -60,7 +60,7 @@ from csfbench.analysis.ranks import (RANK_GAP_COLUMNS, RANK_SUMMARY_COLUMNS, Ran
 from csfbench.analysis.sanity import random_network_check
 
 __all__ = [
-    "AVERAGE", "FIT_COLUMNS", "POOLED", "RANK_GAP_COLUMNS", "RANK_SUMMARY_COLUMNS", "Decomposition",
+    "AVERAGE", "FIT_COLUMNS", "FRR_COLUMNS", "POOLED", "RANK_GAP_COLUMNS", "RANK_SUMMARY_COLUMNS", "Decomposition",
     "IdentityError", "OLSFit", "RankComparison", "ScoreDensities",
     "auroc_against", "binned_auroc", "category_metrics", "check_identities", "check_identity_table",
     "conditional_auroc_table", "confidence_band", "decompose", "decomposition_table", "distance_controlled_auroc",

@@ -21,6 +21,8 @@ import pandas as pd
 from csfbench.metrics._inputs import MetricInputError, UndefinedMetricError, finite_1d
 
 DEFAULT_Q = 0.75
+#: the columns of :func:`frr_table`
+FRR_COLUMNS = ("csf", "set", "q", "threshold", "frr", "n_correct")
 
 
 def transferred_threshold(semantic_confidence, q: float = DEFAULT_Q, method: str = "linear") -> float:
@@ -73,4 +75,4 @@ def frr_table(sets: Mapping[str, tuple[Mapping[str, np.ndarray], np.ndarray]],
             rows.append({"csf": csf, "set": name, "q": q, "threshold": tau,
                          "frr": false_rejection_rate(scores[csf], correct, semantic, q, method),
                          "n_correct": int(np.count_nonzero(np.asarray(correct) == 1))})
-    return pd.DataFrame(rows, columns=["csf", "set", "q", "threshold", "frr", "n_correct"])
+    return pd.DataFrame(rows, columns=list(FRR_COLUMNS))

@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from csfbench.analysis import (FIT_COLUMNS, RANK_GAP_COLUMNS, RANK_SUMMARY_COLUMNS, category_metrics,
+from csfbench.analysis import (FIT_COLUMNS, FRR_COLUMNS, RANK_GAP_COLUMNS, RANK_SUMMARY_COLUMNS, category_metrics,
                                decomposition_table, distance_controlled_auroc, frr_table, iconic_summary,
                                iconic_table, nearest_neighbour_distance, overlap_table, random_network_check,
                                rank_comparison, rank_gap_selection, score_densities, split_by_correctness)
@@ -431,7 +431,7 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
     write_table(grid, outputs["pair_grid"], Path(outputs["pair_grid"]).with_suffix(".tex"),
                 f"{source}: new-class AUROC per CSF and (ID-role / OOD-role) pair, mean over models, and its change "
                 f"against {settings['reference_csf']}")
-    frr_all = _concat(frr, ["csf", "set", "q", "threshold", "frr", "n_correct", "model", "paradigm", "semantic_set"])
+    frr_all = _concat(frr, [*FRR_COLUMNS, "model", "paradigm", "semantic_set"])
     write_table(frr_all, outputs["frr"], Path(outputs["frr"]).with_suffix(".tex"),
                 f"{source}: false rejection of correct samples at the threshold transferred from a semantic set")
     save_figure(report.plot_frr(frr_all, source), outputs["frr_png"], outputs["frr_pdf"])
