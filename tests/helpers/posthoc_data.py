@@ -20,8 +20,8 @@ N_TRAIN, N_ID, D, C = 600, 150, 16, 6
 #: tolerance where pytorch-ood computes in float32
 FLOAT32 = 1e-5
 #: tolerance of MSP and of every energy-based score on small logits: their exponentials are float32,
-#: added in float64 (logit_scores._shifted_exp_sums), about 2^-24 (|d| + 3.5) relative per term at
-#: T = 1 and 2^-24 (3|d| + 3.5) otherwise, d = z/T - m
+#: added in float64 for MSP (logit_scores._shifted_exp_sums), in float32 for the energy where the row
+#: allows it (logit_scores._unshifted_log_sums): a few 2^-24 relative per term and in the energy's sum
 FLOAT32_EXP = 1e-6
 
 

@@ -85,7 +85,7 @@ def test_rows_far_apart_keep_full_precision():
         expected = np.array([_ref_softmax(list(r - r.max()), t) for r in z])
         assert np.allclose(softmax(z, t), expected, rtol=1e-13, atol=0)
         log_sums = [t * math.log(sum(math.exp((v - r.max()) / t) for v in r)) for r in z]
-        # above the row's maximum; the energy's exponentials are float32 (logit_scores._shifted_exp_sums)
+        # above the row's maximum; the energy's exponentials are float32 (logit_scores.energy)
         assert np.allclose(energy(z, t) - z.max(axis=1), log_sums, rtol=1e-6, atol=0)
 
 

@@ -10,7 +10,7 @@ import pytest
 from scipy.special import logsumexp
 
 from csfbench.csf.logit_methods import GEN_GRID, ODIN_GRID, gen_grid, odin
-from csfbench.csf.logit_scores import LOG_FLOOR_FLOAT32, energy, max_softmax, msr, softmax
+from csfbench.csf.logit_scores import LOG_FLOOR_FLOAT32, _unshifted_log_sums, energy, max_softmax, msr, softmax
 
 from tests.helpers.posthoc_data import FLOAT32_EXP, agree, gaussian_outputs, outlier, pytorch_ood, separation
 
@@ -39,15 +39,38 @@ def test_msp_and_ebo_at_t1_by_hand():
 def test_confident_rows_keep_their_resolution():
     """1 − MSP of a confident row (about 4 e^-gap here) lies far below float32's 6e-8, where a float32
     sum would round MSP to 1 for all but the first row: the float64 sums resolve it to float64's
-    1e-16 near 1, and the energy's log-sum above the maximum to a relative 1e-6 (or the float64
-    rounding of the energy itself, 35 ulps of 1)."""
+    1e-16 near 1.  The energy's float32 sum (logit_scores._unshifted_log_sums) resolves its log-sum
+    to a few 2^-24 of the sum, far finer than the float32 spacing of the maxima (2^-24·gap·2)."""
     gaps = np.array([10.0, 20.0, 30.0, 35.0])
     z = np.zeros((len(gaps), 5))
     z[:, 0] = gaps
     others = 4 * np.exp(-gaps)
     np.testing.assert_allclose(1.0 - max_softmax(z), others / (1 + others), rtol=FLOAT32_EXP, atol=2e-16)
-    np.testing.assert_allclose(energy(z) - gaps, np.log1p(others), rtol=FLOAT32_EXP, atol=35 * 2.3e-16)
-    assert np.all(np.diff(max_softmax(z)) > 0)
+    np.testing.assert_allclose(energy(z), gaps + np.log1p(others), rtol=0, atol=4 * 2.0**-24)
+    assert np.all(np.diff(max_softmax(z)) > 0) and np.all(np.diff(energy(z)) > 0)
+
+
+def test_energy_takes_the_shift_form_exactly_where_the_one_pass_sum_does_not_hold():
+    """The one-pass log-sum keeps a row whose float32 sum of e^(z/T) is finite and >= 2^-60; a row
+    near float32's exponent limits, a tiny one and a NaN take the shift form, and every kept or
+    handed-over row matches the float64 logsumexp."""
+    rows = np.array([[1.0, 2.0, 3.0],       # kept
+                     [88.5, 88.5, 0.0],     # each term finite, the sum overflows float32
+                     [89.0, 0.0, 0.0],      # a term overflows
+                     [-45.0, -46.0, -47.0],  # sum about 4e-20 < 2^-60
+                     [-38.0, -90.0, -1e4],  # sum above 2^-60 with terms under the float32 floor: kept
+                     [1.0, np.nan, 0.0]])
+    done = np.zeros(len(rows), bool)
+    out = np.full(len(rows), -1.0)
+    for dtype in (np.float32, np.float64):
+        done = _unshifted_log_sums(rows.astype(dtype), 1.0, out)
+        assert done.tolist() == [True, False, False, False, True, False]
+        assert out[~done].tolist() == [-1.0] * 4  # rows not kept are left alone
+    np.testing.assert_allclose(out[done], logsumexp(rows[done], axis=1), rtol=0, atol=4 * 2.0**-24 * 90)
+    for temperature in (1.0, 0.5):
+        expected = temperature * logsumexp(rows / temperature, axis=1)
+        np.testing.assert_allclose(energy(rows, temperature), expected, rtol=FLOAT32_EXP)
+    assert not _unshifted_log_sums(rows[:1], 1 / 30, out[:1])[0]  # z/T = 90 at T = 1/30: shift form
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7, 0.3, 1000.0])

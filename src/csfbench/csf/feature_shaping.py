@@ -47,7 +47,7 @@ Shapes: ``features`` N×D (float32 or float64), ``head_weight`` C×D, ``head_bia
 the head run in row blocks on several threads (:func:`csfbench.csf.blocks.map_row_blocks`), in float32
 for float32 features (the precision of the stored features and of the network's own head, and the one
 pytorch-ood computes in) and in float64 otherwise; sums, factors and the energy are float64 (the energy's
-exponentials float32, :func:`csfbench.csf.logit_scores._shifted_exp_sums`).
+exponentials and, where the row allows it, their sum float32, :func:`csfbench.csf.logit_scores.energy`).
 """
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def _head_energy(features: np.ndarray, head_weight: np.ndarray, head_bias: np.nd
 
     The working precision is float32 for float32 features and float64 otherwise: the shaping and the
     head run in the precision the network's own head ran in (and pytorch-ood runs them in), half the
-    work of float64 (docs/benchmarks.md); the energy (float64, of float32 exponentials) is the same either way.
+    work of float64 (docs/benchmarks.md); the energy (float64, of float32 exponentials, :func:`~csfbench.csf.logit_scores.energy`) is the same either way.
     """
     features = _features(features)
     dtype = np.float32 if features.dtype == np.float32 else np.float64

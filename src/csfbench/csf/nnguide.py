@@ -10,8 +10,8 @@ Shapes: ``features`` N×D, ``logits`` N×C, bank M×D.
 
 Precision: the similarities (an N×M product of unit vectors with the energy-scaled bank, the
 dominant cost) and their top-k selection run in float32, pytorch-ood's precision, so the bank is
-built in float64 and stored in float32; the top-k mean, the LSE (a float64 sum of float32
-exponentials, :func:`csfbench.csf.logit_scores.energy`) and the product are float64. A
+built in float64 and stored in float32; the top-k mean, the LSE (of float32 exponentials,
+:func:`csfbench.csf.logit_scores.energy`) and the product are float64. A
 similarity is a cosine (|·| <= 1) times a bank energy, so float32 gives a relative error of about
 1e-7 per similarity, far below any difference that changes a ranking of real scores, and makes the
 GEMM and the partition cheaper (docs/benchmarks.md).
