@@ -181,7 +181,10 @@ def _unshifted_log_sums(z: np.ndarray, temperature: float, out: np.ndarray) -> n
     else:
         x = np.empty(z.shape, np.float32)
         with np.errstate(over="ignore"):  # beyond float32's range: ±inf, a row that is not kept
-            np.multiply(z, 1.0 / temperature, out=x, casting="same_kind")
+            if temperature == 1.0:
+                np.copyto(x, z, casting="same_kind")  # a third cheaper than the product by 1
+            else:
+                np.multiply(z, 1.0 / temperature, out=x, casting="same_kind")
     if x.size and x.min() < LOG_FLOOR_FLOAT32:
         x = np.maximum(x, LOG_FLOOR_FLOAT32, out=None if x is z else x)
     with np.errstate(over="ignore"):  # a term or a sum beyond float32's range: a row that is not kept
