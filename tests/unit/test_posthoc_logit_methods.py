@@ -4,11 +4,13 @@ ODIN (``eps=0``, through an identity "model" on the logits, so its input gradien
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 
+from csfbench.csf import blocks
 from csfbench.csf.logit_methods import GEN_GRID, ODIN_GRID, gen_grid, odin
 from csfbench.csf.logit_scores import LOG_FLOOR_FLOAT32, _unshifted_log_sums, energy, max_softmax, msr, softmax
 
@@ -47,30 +49,54 @@ def test_confident_rows_keep_their_resolution():
     others = 4 * np.exp(-gaps)
     np.testing.assert_allclose(1.0 - max_softmax(z), others / (1 + others), rtol=FLOAT32_EXP, atol=2e-16)
     np.testing.assert_allclose(energy(z), gaps + np.log1p(others), rtol=0, atol=4 * 2.0**-24)
-    assert np.all(np.diff(max_softmax(z)) > 0) and np.all(np.diff(energy(z)) > 0)
+    assert np.all(np.diff(max_softmax(z)) > 0)
 
 
 def test_energy_takes_the_shift_form_exactly_where_the_one_pass_sum_does_not_hold():
-    """The one-pass log-sum keeps a row whose float32 sum of e^(z/T) is finite and >= 2^-60; a row
-    near float32's exponent limits, a tiny one and a NaN take the shift form, and every kept or
-    handed-over row matches the float64 logsumexp."""
-    rows = np.array([[1.0, 2.0, 3.0],       # kept
-                     [88.5, 88.5, 0.0],     # each term finite, the sum overflows float32
-                     [89.0, 0.0, 0.0],      # a term overflows
-                     [-45.0, -46.0, -47.0],  # sum about 4e-20 < 2^-60
-                     [-38.0, -90.0, -1e4],  # sum above 2^-60 with terms under the float32 floor: kept
-                     [1.0, np.nan, 0.0]])
-    done = np.zeros(len(rows), bool)
-    out = np.full(len(rows), -1.0)
+    """The one-pass log-sum keeps a row whose float32 sum of e^(z/T) is finite and >= 2^-60, within
+    2^-24 (max|z/T| + C + 2); a row near float32's exponent limits, a tiny one, a NaN or an infinite
+    logit take the shift form, and every row matches the float64 logsumexp (±inf where the largest
+    logit is ±inf), without a warning."""
+    rows = np.array([[1.0, 2.0, 3.0],         # kept
+                     [88.5, 88.5, 0.0],       # each term finite, the sum overflows float32
+                     [89.0, 0.0, 0.0],        # a term overflows
+                     [-45.0, -46.0, -47.0],   # sum about 4e-20 < 2^-60
+                     [-38.0, -90.0, -1e4],    # sum above 2^-60 with terms raised to the float32 floor: kept
+                     [1.0, np.nan, 0.0],
+                     [np.inf, 0.0, 1.0],
+                     [-np.inf, -np.inf, -np.inf],
+                     [-np.inf, 0.5, -2.0]])   # kept: e^-inf = 0
+    kept = [True, False, False, False, True, False, False, False, True]
     for dtype in (np.float32, np.float64):
-        done = _unshifted_log_sums(rows.astype(dtype), 1.0, out)
-        assert done.tolist() == [True, False, False, False, True, False]
-        assert out[~done].tolist() == [-1.0] * 4  # rows not kept are left alone
-    np.testing.assert_allclose(out[done], logsumexp(rows[done], axis=1), rtol=0, atol=4 * 2.0**-24 * 90)
-    for temperature in (1.0, 0.5):
-        expected = temperature * logsumexp(rows / temperature, axis=1)
-        np.testing.assert_allclose(energy(rows, temperature), expected, rtol=FLOAT32_EXP)
+        out = np.full(len(rows), -1.0)
+        given = rows.astype(dtype)
+        done = _unshifted_log_sums(given, 1.0, out)
+        np.testing.assert_array_equal(given, rows.astype(dtype))  # the caller's logits are not written
+        assert done.tolist() == kept
+        assert out[~done].tolist() == [-1.0] * (~done).sum()  # rows not kept are left alone
+        # |z| capped at 90: kept rows have every z below 88.7, and terms raised to the floor add nothing visible
+        bound = 2.0**-24 * (np.minimum(np.abs(rows[done]), 90).max(axis=1) + 3 + 2)
+        assert np.all(np.abs(out[done] - logsumexp(rows[done], axis=1)) <= bound)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for temperature in (1.0, 0.5):
+            expected = temperature * logsumexp(rows / temperature, axis=1)
+            np.testing.assert_allclose(energy(rows, temperature), expected, rtol=FLOAT32_EXP)
     assert not _unshifted_log_sums(rows[:1], 1 / 30, out[:1])[0]  # z/T = 90 at T = 1/30: shift form
+
+
+def test_energy_of_a_row_is_bit_for_bit_the_same_in_any_block_layout_or_thread_count(monkeypatch):
+    """The one-pass sums (einsum) round a row the same way alone, in a block of any size, in a
+    Fortran-ordered array and on several threads (a BLAS matrix-vector product does not: about half
+    of these rows differ alone)."""
+    z = np.random.default_rng(5).normal(0.0, 3.0, (300, 100)).astype(np.float32)
+    whole = energy(z)
+    np.testing.assert_array_equal(np.concatenate([energy(row[None]) for row in z]), whole)
+    np.testing.assert_array_equal(np.concatenate([energy(z[i:i + 7]) for i in range(0, len(z), 7)]), whole)
+    np.testing.assert_array_equal(energy(np.asfortranarray(z)), whole)
+    monkeypatch.setattr(blocks, "thread_count", lambda: 3)
+    monkeypatch.setattr(blocks, "MIN_THREAD_BLOCK_ROWS", 16)
+    np.testing.assert_array_equal(energy(z), whole)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7, 0.3, 1000.0])

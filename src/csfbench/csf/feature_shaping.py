@@ -89,7 +89,8 @@ def _head_energy(features: np.ndarray, head_weight: np.ndarray, head_bias: np.nd
 
     The working precision is float32 for float32 features and float64 otherwise: the shaping and the
     head run in the precision the network's own head ran in (and pytorch-ood runs them in), half the
-    work of float64 (docs/benchmarks.md); the energy (float64, of float32 exponentials, :func:`~csfbench.csf.logit_scores.energy`) is the same either way.
+    work of float64 (docs/benchmarks.md); the energy (float64, of float32 exponentials,
+    :func:`~csfbench.csf.logit_scores.energy`) is the same either way.
     """
     features = _features(features)
     dtype = np.float32 if features.dtype == np.float32 else np.float64

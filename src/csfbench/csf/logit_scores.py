@@ -77,10 +77,10 @@ def row_max(x: np.ndarray) -> np.ndarray:
 #: a term is below e^-700 ≈ 1e-304 of its row's largest (which is 1), far below the rounding of any
 #: sum, probability or score built from it.
 LOG_FLOOR = -700.0
-#: the same floor for float32 terms, which are only ever added up in float64: numpy's float32 ``exp``
-#: is 2–3× slower for results below float32's normal range (from e^-87.3), and a term at or below
-#: e^-87 ≈ 1.6e-38 is at most 1.6e-38 of its row's sum, where the float64 sum (at least 1) cannot
-#: see it.  Shifted logits below the floor are raised to it.
+#: the same floor for float32 terms: numpy's float32 ``exp`` is up to 14× slower for results below
+#: float32's normal range (from e^-87.3).  A term raised to e^-87 ≈ 1.6e-38 changes a sum of at least
+#: 1 (the shift form) or 2^-60 (:data:`UNSHIFTED_SUM_MIN`) by at most C·1.6e-38 or C·1.9e-20 relative.
+#: Shifted logits (or, unshifted, z/T) below the floor are raised to it.
 LOG_FLOOR_FLOAT32 = -87.0
 
 
@@ -164,17 +164,19 @@ def _unshifted_log_sums(z: np.ndarray, temperature: float, out: np.ndarray) -> n
     """``log sum_k exp(z_k / T)`` of a block of logits into ``out`` (float64) for the rows where no
     shift is needed; returns those rows' mask (n,) bool.  The other rows of ``out`` are left as they are.
 
-    The energy without its row maxima: torch's fused ``logsumexp`` is faster than numpy's short
-    last-axis max reduction (about 0.9 ms per 10,000 rows of 100 classes, as long as the ``exp`` of
-    the whole row), so the terms ``exp(z/T)`` are taken as they are, in float32, and added up by a
-    float32 BLAS product.  That is exact enough wherever the sum neither overflows nor becomes tiny
-    (:data:`UNSHIFTED_SUM_MIN`): a term's relative error is about 2^-24 (|z/T| + 1) (z/T is rounded
-    to float32 unless it is float32 logits at T = 1), the sum adds at most about C·2^-24 relative
-    (OpenBLAS adds in vector lanes, far less in practice), and the logarithm turns both into absolute
-    errors of the log-sum.  So the log-sum above the row's maximum is resolved to float32's
-    2^-24 of the sum, not further: 1 − MSP, which needs more, takes :func:`_shifted_exp_sums`.
-    A row with a NaN, a logit beyond float32's range or a spread wider than float32's exponent
-    (z/T above about 88 or all below about −42) is not kept.
+    The energy without its row maxima, which cost numpy as much as the ``exp`` of the whole row (it
+    reduces a short last axis row by row): the terms ``exp(z/T)`` are taken as they are, in float32,
+    into a new C-ordered array, and each row is added up by ``einsum`` in float32.  ``einsum`` adds a
+    row the same way wherever it lies, so a row's result depends on that row alone, bit for bit,
+    whatever the row blocks, the thread count or the input's memory layout (a BLAS matrix-vector
+    product is 3× faster but rounds a row differently with the block and the layout).
+
+    Kept are the rows whose sum is finite and at least :data:`UNSHIFTED_SUM_MIN`: every z_k/T below
+    about 88 − log C and the largest above about −41.  There the log-sum's absolute error is at most
+    about 2^-24 (max|z/T| + C + 2): z/T is rounded to float32 once (exactly at T = 1 for float32
+    logits), float32's ``exp`` is within 1 ulp, and the sum adds at most C·2^-24 relative (much less
+    in practice).  Rows with a NaN or an infinite logit, a logit beyond float32's range, or a level
+    outside those bounds are not kept.
     """
     if z.dtype == np.float32 and temperature == 1.0:
         x = z  # read only: the exponentials go to a new array
@@ -183,13 +185,15 @@ def _unshifted_log_sums(z: np.ndarray, temperature: float, out: np.ndarray) -> n
         with np.errstate(over="ignore"):  # beyond float32's range: ±inf, a row that is not kept
             if temperature == 1.0:
                 np.copyto(x, z, casting="same_kind")  # a third cheaper than the product by 1
-            else:
-                np.multiply(z, 1.0 / temperature, out=x, casting="same_kind")
-    if x.size and x.min() < LOG_FLOOR_FLOAT32:
+            else:  # the product in float64, so that z/T is rounded once
+                np.multiply(z, 1.0 / temperature, out=x, dtype=np.float64, casting="same_kind")
+    # fmin ignores NaN, so a block with a NaN row still gets the floor
+    if x.size and np.fmin.reduce(x, axis=None) < LOG_FLOOR_FLOAT32:
         x = np.maximum(x, LOG_FLOOR_FLOAT32, out=None if x is z else x)
+    terms = np.empty(z.shape, np.float32) if x is z else x
     with np.errstate(over="ignore"):  # a term or a sum beyond float32's range: a row that is not kept
-        terms = np.exp(x, out=None if x is z else x)
-        sums = terms @ np.ones(terms.shape[1], np.float32)
+        np.exp(x, out=terms)
+        sums = np.einsum("ij->i", terms)
     done = np.isfinite(sums) & (sums >= UNSHIFTED_SUM_MIN)
     np.log(sums, out=out, where=done, dtype=np.float64)
     return done
@@ -289,20 +293,23 @@ def pce(probs: np.ndarray) -> np.ndarray:
 
 def energy(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """Negative energy ``T * logsumexp(z / T)`` (Liu et al., 2020; the paper's App. A.3.2 defines
-    Energy as −T·LSE, higher = more uncertain), in logit units.
+    Energy as −T·LSE, higher = more uncertain), in logit units; ±inf for a row whose largest logit is
+    ±inf, NaN for a row with a NaN.
 
     One pass where the row allows it (:func:`_unshifted_log_sums`: float32 terms and sums, absolute
-    error at most about T·2^-24·(max|z/T| + C + 1), 1.1e-5·T for C = 100 at the extreme and 4e-7·T
-    on 10,000 rows of 100 normal logits of σ = 3); the other rows take the shift form
+    error at most about T·2^-24·(max|z/T| + C + 2)); the other rows take the shift form
     ``m + T log S`` with S the float64 sum of float32 terms (:func:`_shifted_exp_sums`).  Either
-    way a row's score depends on that row alone.
+    way a row's score depends on that row alone, bit for bit.
     """
     def block(z, out):
         done = _unshifted_log_sums(z, temperature, out)
         if not done.all():
             rest = ~done
-            shifts, sums = _shifted_exp_sums(z[rest], temperature)
-            out[rest] = np.log(sums) + shifts
+            with np.errstate(invalid="ignore"):  # an infinite maximum: inf − inf in the shift form
+                shifts, sums = _shifted_exp_sums(z[rest], temperature)
+            values = np.log(sums) + shifts
+            np.copyto(values, shifts, where=np.isinf(shifts))  # LSE = m when m = ±inf
+            out[rest] = values
         out *= temperature
 
     return _row_map(block, _matrix(logits), None)
