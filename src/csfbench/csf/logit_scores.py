@@ -187,10 +187,10 @@ def _unshifted_log_sums(z: np.ndarray, temperature: float, out: np.ndarray) -> n
                 np.copyto(x, z, casting="same_kind")  # a third cheaper than the product by 1
             else:  # the product in float64, so that z/T is rounded once
                 np.multiply(z, 1.0 / temperature, out=x, dtype=np.float64, casting="same_kind")
+    terms = np.empty(z.shape, np.float32) if x is z else x  # C-ordered, whatever the layout of z
     # fmin ignores NaN, so a block with a NaN row still gets the floor
     if x.size and np.fmin.reduce(x, axis=None) < LOG_FLOOR_FLOAT32:
-        x = np.maximum(x, LOG_FLOOR_FLOAT32, out=None if x is z else x)
-    terms = np.empty(z.shape, np.float32) if x is z else x
+        x = np.maximum(x, LOG_FLOOR_FLOAT32, out=terms)
     with np.errstate(over="ignore"):  # a term or a sum beyond float32's range: a row that is not kept
         np.exp(x, out=terms)
         sums = np.einsum("ij->i", terms)
@@ -299,7 +299,8 @@ def energy(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     One pass where the row allows it (:func:`_unshifted_log_sums`: float32 terms and sums, absolute
     error at most about T·2^-24·(max|z/T| + C + 2)); the other rows take the shift form
     ``m + T log S`` with S the float64 sum of float32 terms (:func:`_shifted_exp_sums`).  Either
-    way a row's score depends on that row alone, bit for bit.
+    way a row's score depends on that row alone, bit for bit (the shift form up to the one-row
+    blocks of :func:`_shifted_exp`'s row sums).
     """
     def block(z, out):
         done = _unshifted_log_sums(z, temperature, out)
