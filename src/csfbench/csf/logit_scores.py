@@ -178,16 +178,15 @@ def _unshifted_log_sums(z: np.ndarray, temperature: float, out: np.ndarray) -> n
     in practice).  Rows with a NaN or an infinite logit, a logit beyond float32's range, or a level
     outside those bounds are not kept.
     """
-    if z.dtype == np.float32 and temperature == 1.0:
-        x = z  # read only: the exponentials go to a new array
-    else:
-        x = np.empty(z.shape, np.float32)
-        with np.errstate(over="ignore"):  # beyond float32's range: ±inf, a row that is not kept
-            if temperature == 1.0:
-                np.copyto(x, z, casting="same_kind")  # a third cheaper than the product by 1
-            else:  # the product in float64, so that z/T is rounded once
-                np.multiply(z, 1.0 / temperature, out=x, dtype=np.float64, casting="same_kind")
-    terms = np.empty(z.shape, np.float32) if x is z else x  # C-ordered, whatever the layout of z
+    terms = np.empty(z.shape, np.float32)  # C-ordered, whatever the layout of z; z itself is only read
+    x = terms  # z/T in float32
+    with np.errstate(over="ignore"):  # beyond float32's range: ±inf, a row that is not kept
+        if temperature != 1.0:  # the product in float64, so that z/T is rounded once
+            np.multiply(z, 1.0 / temperature, out=terms, dtype=np.float64, casting="same_kind")
+        elif z.dtype != np.float32:
+            np.copyto(terms, z, casting="same_kind")  # a third cheaper than the product by 1
+        else:
+            x = z
     # fmin ignores NaN, so a block with a NaN row still gets the floor
     if x.size and np.fmin.reduce(x, axis=None) < LOG_FLOOR_FLOAT32:
         x = np.maximum(x, LOG_FLOOR_FLOAT32, out=terms)
