@@ -84,6 +84,15 @@ LOG_FLOOR = -700.0
 LOG_FLOOR_FLOAT32 = -87.0
 
 
+def _raise_to_float32_floor(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``x`` (float32) with its entries below :data:`LOG_FLOOR_FLOAT32` raised to it, written into
+    ``out`` (which may be ``x``) only when the block has such entries; returns the array to read.
+    ``fmin`` ignores NaN, so a block with a NaN row still gets the floor."""
+    if x.size and np.fmin.reduce(x, axis=None) < LOG_FLOOR_FLOAT32:
+        return np.maximum(x, LOG_FLOOR_FLOAT32, out=out)
+    return x
+
+
 def _shifted_exp(z: np.ndarray, temperature: float, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``exp(z / T - m_i)`` of a block into ``out`` (float64), with ``m_i`` the row's maximum of z/T;
     returns the shifts ``m`` (in units of z/T) and the row sums of ``out`` (>= 1), both (n,) float64.
@@ -144,9 +153,7 @@ def _shifted_exp_sums(z: np.ndarray, temperature: float) -> tuple[np.ndarray, np
         terms -= maxima[:, None]
         if temperature != 1.0:
             terms *= np.float32(1.0 / temperature)
-    if terms.size and terms.min() < LOG_FLOOR_FLOAT32:
-        np.maximum(terms, LOG_FLOOR_FLOAT32, out=terms)
-    np.exp(terms, out=terms)
+    np.exp(_raise_to_float32_floor(terms, terms), out=terms)
     shifts = maxima.astype(np.float64) / temperature
     sums = terms @ np.ones(terms.shape[1])  # float64: BLAS gemv of the widened terms
     if any_wide:
@@ -187,11 +194,8 @@ def _unshifted_log_sums(z: np.ndarray, temperature: float, out: np.ndarray) -> n
             np.copyto(terms, z, casting="same_kind")  # a third cheaper than the product by 1
         else:
             x = z
-    # fmin ignores NaN, so a block with a NaN row still gets the floor
-    if x.size and np.fmin.reduce(x, axis=None) < LOG_FLOOR_FLOAT32:
-        x = np.maximum(x, LOG_FLOOR_FLOAT32, out=terms)
     with np.errstate(over="ignore"):  # a term or a sum beyond float32's range: a row that is not kept
-        np.exp(x, out=terms)
+        np.exp(_raise_to_float32_floor(x, terms), out=terms)
         sums = np.einsum("ij->i", terms)
     done = np.isfinite(sums) & (sums >= UNSHIFTED_SUM_MIN)
     np.log(sums, out=out, where=done, dtype=np.float64)
