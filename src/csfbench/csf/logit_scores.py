@@ -187,14 +187,14 @@ def _unshifted_log_sums(z: np.ndarray, temperature: float, out: np.ndarray) -> n
     """
     terms = np.empty(z.shape, np.float32)  # C-ordered, whatever the layout of z; z itself is only read
     x = terms  # z/T in float32
-    with np.errstate(over="ignore"):  # beyond float32's range: ±inf, a row that is not kept
+    # z/T, a term or a sum beyond float32's range becomes inf: a row that is not kept
+    with np.errstate(over="ignore"):
         if temperature != 1.0:  # the product in float64, so that z/T is rounded once
             np.multiply(z, 1.0 / temperature, out=terms, dtype=np.float64, casting="same_kind")
         elif z.dtype != np.float32:
             np.copyto(terms, z, casting="same_kind")  # a third cheaper than the product by 1
         else:
             x = z
-    with np.errstate(over="ignore"):  # a term or a sum beyond float32's range: a row that is not kept
         np.exp(_raise_to_float32_floor(x, terms), out=terms)
         sums = np.einsum("ij->i", terms)
     done = np.isfinite(sums) & (sums >= UNSHIFTED_SUM_MIN)
