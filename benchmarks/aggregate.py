@@ -4,7 +4,7 @@
                                              [--out benchmarks/out/aggregate]
 
 A synthetic results table the size of the full grid of ``--config``: every source × model (backbone ×
-paradigm × dropout × reward × run, :func:`csfbench.grid.model_ids`) × input mode (``det``; ``mcd`` for
+paradigm × dropout × reward × run, :func:`csfbench.workflow.grid.model_ids`) × input mode (``det``; ``mcd`` for
 dropout models of backbones with MC-dropout passes) × CSF variant (:func:`csfbench.csf.registry.variants_for`
 over every projection variant, plus the MCD-E variants and MI in ``mcd`` mode, as the engine scores
 them) × evaluation set (val, test, the source's shifted sets and, for the models of the ``shifts`` study,
@@ -50,8 +50,8 @@ import pandas as pd
 from csfbench.aggregate.ranking import Analysis, analyses, rank_results, ranked_rows, ranking_settings
 from csfbench.aggregate.results_table import write_results_table
 from csfbench.aggregate.selection import select_configurations, selected_rows
-from csfbench.grid import eval_datasets, eval_set_spec, model_ids
-from csfbench.settings import load_config
+from csfbench.workflow.grid import eval_datasets, eval_set_spec, model_ids
+from csfbench.workflow.settings import load_config
 from csfbench.csf.engine import EXPECTED
 from csfbench.csf.registry import variants_for
 from csfbench.evaluation import COLUMNS, GROUP_COLUMNS, id_role, schemes_for

@@ -95,7 +95,7 @@ from csfbench.csf.registry import BY_NAME, ModelContext, variants_for
 from csfbench.csf.subspace_scores import principal_dim, vim_fit, vim_score
 from csfbench.csf.temperature import fit_temperature
 from csfbench.csf.logit_scores import softmax
-from csfbench.settings import schema_default
+from csfbench.workflow.settings import schema_default
 
 GB = 1e9
 DEFAULT_BUDGETS = schema_default("csf/tuning/budgets")

@@ -140,7 +140,7 @@ def vgg13_spec(width: float) -> ModelSpec:
 
 
 def resnet50_spec() -> ModelSpec:
-    """torchvision's ResNet-50 as :func:`csfbench.grid._library_model_spec` builds it (paradigm ``random``:
+    """torchvision's ResNet-50 as :func:`csfbench.workflow.grid._library_model_spec` builds it (paradigm ``random``:
     default initialisation seeded by the run, no weights file), with the IMAGENET1K_V1 evaluation preprocessing
     read from torchvision (:func:`csfbench.models.pretrained.eval_preprocessing`)."""
     from csfbench.models.pretrained import eval_preprocessing

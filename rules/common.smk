@@ -1,13 +1,13 @@
 # Settings, the experiment grid and the input functions shared by the rule files.  Every path comes
-# from csfbench.paths; every default from config/schema.yaml (filled in by validate_config).
+# from csfbench.workflow.paths; every default from config/schema.yaml (filled in by validate_config).
 import functools
 import json
 
-from csfbench import grid, paths
+from csfbench.workflow import grid, paths
 from csfbench.atomic import remove_stale_temporaries
 from csfbench.data import demo as demo_generator
-from csfbench.ids import MODEL_PATTERN
-from csfbench.settings import SPLITS, validate_config
+from csfbench.workflow.ids import MODEL_PATTERN
+from csfbench.workflow.settings import SPLITS, validate_config
 from csfbench.shifts import names as shift_names
 
 validate_config(config, origin="snakemake config")

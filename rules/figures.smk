@@ -1,6 +1,6 @@
 # Figures and tables of Claros-Olivares & Brockmeier's paper (Figures 1-2, Tables 2, 8, 10) from the
 # rankings, the results table and the scores.
-from csfbench import targets
+from csfbench.workflow import targets
 
 FIGURES = config["figures"]
 

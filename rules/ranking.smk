@@ -5,7 +5,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from csfbench.aggregate.ranking import analyses as _analyses
-from csfbench import targets
+from csfbench.workflow import targets
 
 RANKING_DIR = paths.rankings_dir()  # also read by rule all
 

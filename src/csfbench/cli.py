@@ -36,8 +36,8 @@ def _formats(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from csfbench.grid import check_selections, iter_models
-    from csfbench.settings import load_config
+    from csfbench.workflow.grid import check_selections, iter_models
+    from csfbench.workflow.settings import load_config
 
     config = load_config(args.config)
     check_selections(config, str(args.config))

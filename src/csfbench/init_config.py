@@ -14,7 +14,7 @@ What was found becomes a proposal:
 
 :func:`~csfbench.init_scan.scan` returns the findings, :func:`build_config` the config text (comments from the schema's
 descriptions; every optional key left to its schema default), :func:`run_init` does both, checks the
-text with :func:`csfbench.settings.validate_config` and writes it.
+text with :func:`csfbench.workflow.settings.validate_config` and writes it.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import yaml
 from csfbench.errors import CsfbenchError
 from csfbench.init_layouts import STAT_SAMPLES, Found, dataset_name
 from csfbench.init_scan import MAX_SIDE, NAME_RULE, SOURCE_FORMATS, Scan, scan
-from csfbench.settings import schema, validate_config
+from csfbench.workflow.settings import schema, validate_config
 
 __all__ = ["NAME_RULE", "build_config", "dataset_name", "default_results", "make_command", "report", "run_init",
            "scan"]
@@ -251,7 +251,7 @@ def _count(n: int, what: str) -> str:
 def run_init(data_root: str | Path, output: str | Path, results: str | None = None, force: bool = False) -> str:
     """Scan ``data_root``, write the starter config to ``output`` (checked by ``validate_config``
     first) and return the report to print.  An existing ``output`` is kept unless ``force``."""
-    from csfbench.grid import check_selections, iter_models
+    from csfbench.workflow.grid import check_selections, iter_models
 
     output = Path(output)
     if output.exists() and not force:

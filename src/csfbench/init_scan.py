@@ -16,7 +16,7 @@ from pathlib import Path
 from csfbench.data.readers import IMAGE_EXTENSIONS
 from csfbench.errors import CsfbenchError
 from csfbench.init_layouts import Found, Result, Skipped, dataset_name, find_layout, image_folder, subfolder_names
-from csfbench.settings import schema
+from csfbench.workflow.settings import schema
 
 #: the dataset naming rule (the schema's `name` pattern)
 NAME_RULE = re.compile(schema()["definitions"]["name"]["pattern"])

@@ -43,7 +43,7 @@ from typing import Callable
 import h5py
 import numpy as np
 
-from csfbench import paths
+from csfbench.workflow import paths
 from csfbench.atomic import write_json
 from csfbench.errors import CheckpointError, CsfbenchError
 from csfbench.provenance import git_commit
@@ -205,7 +205,7 @@ def result_files(results: str | Path) -> list[str]:
 
 def config_hash(config_path: str | Path) -> str:
     """sha256 of the config's canonical JSON (key order, comments and formatting do not matter)."""
-    from csfbench.settings import load_yaml
+    from csfbench.workflow.settings import load_yaml
 
     path = Path(config_path)
     if not path.is_file():

@@ -1,6 +1,6 @@
 """Typed contracts handed to the workflow's jobs: a dataset, a model and an evaluation set.
 
-Each is a frozen dataclass resolved from the validated config (see :mod:`csfbench.grid`) with a JSON
+Each is a frozen dataclass resolved from the validated config (see :mod:`csfbench.workflow.grid`) with a JSON
 round trip (:meth:`to_json` / :meth:`from_json`): the rules pass the JSON as a Snakemake ``param``, so
 a config change reruns exactly the jobs whose spec it changes.
 """

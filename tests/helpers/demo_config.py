@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from csfbench.settings import load_yaml, validate_config
+from csfbench.workflow.settings import load_yaml, validate_config
 from tests.helpers.repo import REPO
 
 CONFIG = REPO / "config" / "config.yaml"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from csfbench import grid
-from csfbench.ids import ModelId
-from csfbench.settings import validate_config
+from csfbench.workflow import grid
+from csfbench.workflow.ids import ModelId
+from csfbench.workflow.settings import validate_config
 from csfbench.specs import ModelSpec
 
 

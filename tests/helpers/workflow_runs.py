@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import yaml
 
-from csfbench.settings import load_config
+from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, snakemake
 

@@ -10,8 +10,8 @@ import copy
 import pytest
 
 from csfbench.errors import ConfigError, ConfigFileError
-from csfbench.grid import check_selections
-from csfbench.settings import load_config, validate_config
+from csfbench.workflow.grid import check_selections
+from csfbench.workflow.settings import load_config, validate_config
 from tests.helpers.demo_config import edited
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from csfbench.errors import ConfigError
-from csfbench.settings import loader_workers, validate_config
+from csfbench.workflow.settings import loader_workers, validate_config
 from csfbench.stages.train import train
 from tests.helpers.demo_config import demo_config, edited
 from tests.helpers.training import tiny_spec, write_blobs

@@ -3,9 +3,9 @@ import copy
 import pytest
 
 from csfbench.errors import ConfigError
-from csfbench.grid import check_selections, csf_fit_config, eval_set_spec, iter_models, model_ids, model_spec
-from csfbench.ids import MODEL_PATTERN, ModelId
-from csfbench.settings import load_config, schema_default, validate_config
+from csfbench.workflow.grid import check_selections, csf_fit_config, eval_set_spec, iter_models, model_ids, model_spec
+from csfbench.workflow.ids import MODEL_PATTERN, ModelId
+from csfbench.workflow.settings import load_config, schema_default, validate_config
 from tests.helpers.demo_config import edited
 
 

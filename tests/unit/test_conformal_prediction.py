@@ -62,7 +62,7 @@ def test_raps_with_lambda_0_is_aps_for_the_same_uniforms():
 def test_the_schema_defaults_of_raps_are_the_library_defaults():
     """One RAPS default everywhere: PUNCC's λ = 0, k_reg = 1 (what Novello et al. ran), in the library and the
     config schema (a config without `conformal.prediction_sets.raps` gets the same sets as the API)."""
-    from csfbench.settings import schema
+    from csfbench.workflow.settings import schema
 
     raps = schema()["properties"]["conformal"]["properties"]["prediction_sets"]["properties"]["raps"]["properties"]
     assert {key: spec["default"] for key, spec in raps.items()} == ps.RAPS_DEFAULTS == {"lam": 0.0, "k_reg": 1}

@@ -14,7 +14,7 @@ from csfbench.metrics import fpr_at_tpr
 from csfbench.metrics.conformal import (band_metrics, conformal_auroc, conformal_fpr_at_tpr, correction_band,
                                        read_band, write_band)
 from csfbench.report.conformal import band_widths, conformal_table, prediction_set_table
-from csfbench.settings import validate_config
+from csfbench.workflow.settings import validate_config
 from csfbench.specs import EvalSet
 from csfbench.stages.conformal import calibration_indices
 
@@ -225,7 +225,7 @@ def test_band_widths_read_the_given_bands_and_shrink_with_n():
 
 
 def test_ranking_groups_may_name_the_configured_conformal_metrics():
-    from csfbench.grid import check_selections
+    from csfbench.workflow.grid import check_selections
 
     config = demo_config(None)
     config["conformal"] = {"enabled": True, "methods": ["dkwm"], "delta": [0.05]}

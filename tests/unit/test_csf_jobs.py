@@ -11,7 +11,7 @@ from csfbench.csf.store import read_scores
 from csfbench.errors import FeatureFileError
 from csfbench.evaluation import COLUMNS, metric_rows
 from csfbench.features.store import FeatureWriter, run_attrs
-from csfbench.settings import schema_default
+from csfbench.workflow.settings import schema_default
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 from csfbench.stages.csf import fit_csf, score_csf
 

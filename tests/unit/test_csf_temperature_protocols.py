@@ -29,8 +29,8 @@ from csfbench.csf.store import read_fit, write_fit
 from csfbench.csf.tuning import WORST, grid_search
 from csfbench.errors import ConfigError
 from csfbench.evaluation import COLUMNS
-from csfbench.grid import csf_fit_config, eval_datasets, eval_set_spec, ood_validation_set, used_splits
-from csfbench.settings import load_config, schema_default, validate_config
+from csfbench.workflow.grid import csf_fit_config, eval_datasets, eval_set_spec, ood_validation_set, used_splits
+from csfbench.workflow.settings import load_config, schema_default, validate_config
 from csfbench.stages.csf import fit_csf, score_csf
 
 from tests.helpers.csf_synthetic import FIXED, make_splits

@@ -16,7 +16,7 @@ from csfbench.data.demo import (
     generate_demo,
 )
 from csfbench.errors import ConfigError
-from csfbench.settings import validate_config
+from csfbench.workflow.settings import validate_config
 
 from tests.helpers.demo_config import demo_config, full_spec
 

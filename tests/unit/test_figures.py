@@ -11,7 +11,7 @@ from pylatexenc.latexwalker import LatexEnvironmentNode, LatexWalker
 from csfbench.aggregate.ranking import Analysis, rank_results, ranking_settings, run_analysis
 from csfbench.aggregate.selection import select_configurations
 from csfbench.report.figures import figure_settings, parse_variant, rc_curves, top_clique_membership
-from csfbench.targets import HEATMAP_FILES, heatmap_analysis, heatmap_input, heatmap_targets
+from csfbench.workflow.targets import HEATMAP_FILES, heatmap_analysis, heatmap_input, heatmap_targets
 from csfbench.stages.figures import write_conover_heatmap, write_rc_curves, write_top_clique_map
 from csfbench.report.tables import (
     best_metric_table,
@@ -19,7 +19,7 @@ from csfbench.report.tables import (
     selected_configuration_table,
     write_table,
 )
-from csfbench.settings import load_yaml, validate_config
+from csfbench.workflow.settings import load_yaml, validate_config
 
 from tests.helpers.repo import REPO
 from tests.helpers.results_synthetic import synthetic_results

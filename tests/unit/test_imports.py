@@ -23,7 +23,7 @@ DOMAIN_PACKAGES = (
     "csf", "metrics", "stats", "geometry", "proximity", "shifts", "attacks", "projnorm",
     "data", "features", "models", "training", "aggregate", "report", "network_csf", "analysis",
 )  # fmt: skip
-WORKFLOW_MODULES = ("config", "settings", "grid", "targets", "paths", "jobs", "stages")
+WORKFLOW_MODULES = ("workflow", "stages")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 pulls in a library its job never calls costs every one of its jobs that library's import (torch ~2 s,
 matplotlib or the ranking statistics ~1 s each, scipy's special functions or MATLAB reader ~0.2 s each).
 The libraries below are imported inside the functions that use them; each case imports the stage module of
-one job script in a fresh interpreter, and ``csfbench.settings``, which most job scripts import.
+one job script in a fresh interpreter, and ``csfbench.workflow.settings``, which most job scripts import.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ CASES = {
     "projnorm_shift": ("csfbench.stages.projnorm", ["torch", "scipy.special"]),
     "pair_analyses": ("csfbench.stages.analyses", ["matplotlib", "scipy.stats", "networkx", "scipy.special"]),
     "extract_features": ("csfbench.stages.features", ["torch"]),
-    "any job's settings": ("csfbench.settings", []),
+    "any job's settings": ("csfbench.workflow.settings", []),
 }
 
 

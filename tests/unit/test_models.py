@@ -6,7 +6,7 @@ from torch import nn
 
 from csfbench.models import build_model, load_checkpoint
 from csfbench.models.vgg import VGG13Encoder
-from csfbench.settings import schema_default
+from csfbench.workflow.settings import schema_default
 from csfbench.specs import DatasetSpec, ModelSpec
 
 SPEC = ModelSpec(source="s", model="m", backbone="vgg13", paradigm="dg", dropout=0, reward=0.0, run=1, seed=0,

@@ -27,7 +27,7 @@ from csfbench.network_csf import detectors as net
 from csfbench.network_csf.store import read_network_fit, write_network_fit
 from csfbench.metrics import auroc
 from csfbench.models import build_model
-from csfbench.settings import validate_config
+from csfbench.workflow.settings import validate_config
 from csfbench.specs import DatasetSpec, ModelSpec
 from csfbench.torch_compat import ensure_torchvision
 

@@ -4,8 +4,8 @@ import pytest
 
 from csfbench.errors import ConfigError
 from csfbench.report.analyses import pair_grid
-from csfbench.settings import validate_config
-from csfbench.settings import load_yaml
+from csfbench.workflow.settings import validate_config
+from csfbench.workflow.settings import load_yaml
 from csfbench.stages.analyses import PAIR_SCHEMES, pairs_of
 
 from tests.helpers.demo_config import demo_config

@@ -7,14 +7,14 @@ import torch
 from scipy import stats
 
 
-from csfbench import grid
+from csfbench.workflow import grid
 from csfbench.data.base import ArrayImageSet
 from csfbench.evaluation import COLUMNS
 from csfbench.projnorm import baselines
 from csfbench.projnorm.evaluate import correlations, r2_spearman, stress_table
 from csfbench.projnorm.finetune import finetune, initial_model, parameter_distance, predict, trained_parameters
 from csfbench.projnorm.rows import metric_rows
-from csfbench.settings import load_config
+from csfbench.workflow.settings import load_config
 from csfbench.shifts.corruptions import corrupt_images
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 

@@ -21,7 +21,7 @@ from csfbench.aggregate.ranking import (
     summary_row,
 )
 from csfbench.aggregate.selection import selected_rows
-from csfbench.settings import load_config, load_yaml, validate_config
+from csfbench.workflow.settings import load_config, load_yaml, validate_config
 from csfbench.stages.ranking import write_rankings
 from csfbench.stats import rank_table
 

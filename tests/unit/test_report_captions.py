@@ -10,7 +10,7 @@ import jinja2
 import pytest
 from docutils.core import publish_parts
 
-from csfbench.settings import load_config
+from csfbench.workflow.settings import load_config
 
 CONFIGS = ("config.yaml", "paper.yaml", "imagenet.yaml", "openood.yaml")
 

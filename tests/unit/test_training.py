@@ -143,9 +143,9 @@ def test_vgg13_cross_entropy_paradigm_with_inverse_frequency_class_weights():
     torch's weighted cross-entropy with w_c ∝ 1/f_c of the training labels, normalised to mean 1."""
     import torch.nn.functional as F
 
-    from csfbench import grid
+    from csfbench.workflow import grid
     from csfbench.models import build_model
-    from csfbench.settings import load_yaml, validate_config
+    from csfbench.workflow.settings import load_yaml, validate_config
     from csfbench.training.losses import inverse_frequency_weights
     from csfbench.training.stages import build_stages
     from tests.helpers.repo import REPO

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from csfbench import grid
+from csfbench.workflow import grid
 from csfbench.data.formats import open_dataset
 from csfbench.errors import CheckpointError, ConfigError, DatasetError
 from csfbench.features.extract import predict
 from csfbench.models import build_model, load_checkpoint
 from csfbench.models.pretrained import create_network
-from csfbench.settings import load_yaml, validate_config
+from csfbench.workflow.settings import load_yaml, validate_config
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.stages.train import materialise
 

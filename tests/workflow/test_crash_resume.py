@@ -20,7 +20,7 @@ import pytest
 import torch
 import yaml
 
-from csfbench import paths
+from csfbench.workflow import paths
 from csfbench.atomic import atomic_path
 from csfbench.features.store import FeatureWriter, read_features
 from csfbench.manifest import build_manifest

@@ -10,8 +10,8 @@ import h5py
 import pytest
 import torch
 
-from csfbench import grid, paths
-from csfbench.settings import load_config
+from csfbench.workflow import grid, paths
+from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, snakemake
 

@@ -3,8 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from csfbench.grid import iter_models
-from csfbench.settings import load_config
+from csfbench.workflow.grid import iter_models
+from csfbench.workflow.settings import load_config
 from csfbench.geometry.neural_collapse import METRICS, REGIMES
 
 from tests.helpers.micro_run import MICRO, finished_micro_run

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from csfbench.settings import load_config
+from csfbench.workflow.settings import load_config
 
 from tests.helpers import format_fixtures as ff
 from tests.helpers.micro_run import snakemake

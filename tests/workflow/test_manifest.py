@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from csfbench import paths
+from csfbench.workflow import paths
 from csfbench.manifest import build_manifest, file_digest
 
 from tests.helpers.repo import venv_bin

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from csfbench import grid, paths
+from csfbench.workflow import grid, paths
 from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
-from csfbench.settings import load_config
+from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
 

@@ -6,10 +6,10 @@ import pytest
 from pylatexenc.latexwalker import LatexWalker
 
 from csfbench.aggregate.ranking import Analysis, analyses
-from csfbench.grid import eval_datasets
-from csfbench.targets import heatmap_analysis
-from csfbench.targets import rc_model
-from csfbench.settings import load_config
+from csfbench.workflow.grid import eval_datasets
+from csfbench.workflow.targets import heatmap_analysis
+from csfbench.workflow.targets import rc_model
+from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, finished_micro_run
 

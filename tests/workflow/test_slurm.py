@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from csfbench import paths
+from csfbench.workflow import paths
 
 from benchmarks.dag_scale import plan_from_dry_run  # one parser of dry-run plans for both
 from tests.helpers.repo import REPO, venv_bin

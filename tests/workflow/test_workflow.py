@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from csfbench import paths
+from csfbench.workflow import paths
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
 from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS
 from csfbench.features.store import validate_feature_file
-from csfbench.grid import (adversarial_sets, corruption_sets, eval_datasets, iter_models, projnorm_sets,
+from csfbench.workflow.grid import (adversarial_sets, corruption_sets, eval_datasets, iter_models, projnorm_sets,
                            scored_datasets, study_models)
-from csfbench.settings import load_config
+from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
 from tests.helpers.repo import REPO, venv_bin

@@ -24,7 +24,7 @@ columns ``friedman_*``, ``iman_davenport_*``, ``omnibus_*``). ``ranking.omnibus_
 the paper's published cliques) makes a cell whose omnibus test does not reject one clique and one layer of
 all its CSF variants (:func:`csfbench.stats.rank_table`).
 
-Settings: the config's ``ranking`` section as :func:`csfbench.settings.validate_config` completes it
+Settings: the config's ``ranking`` section as :func:`csfbench.workflow.settings.validate_config` completes it
 from ``config/schema.yaml`` (every default lives there); :func:`ranking_settings` only checks it.
 
 Every declared analysis writes a JSON and a CSV: a cell with too little data (no rows, fewer than two
@@ -72,12 +72,12 @@ class Analysis:
 
 def ranking_settings(section: dict) -> dict[str, Any]:
     """The config's complete ``ranking`` section (defaults filled in by
-    :func:`csfbench.settings.validate_config`), checked: every setting present, known block columns,
+    :func:`csfbench.workflow.settings.validate_config`), checked: every setting present, known block columns,
     one orientation per metric group, a scheme for every shift type."""
     missing = [key for key in SETTINGS if key not in (section or {})]
     if missing:
         raise ValueError(f"ranking: missing setting(s) {missing}; pass the ranking section of a config "
-                         "validated by csfbench.settings.validate_config (it fills in the schema's defaults)")
+                         "validated by csfbench.workflow.settings.validate_config (it fills in the schema's defaults)")
     settings = dict(section)
     absent = sorted(set(SHIFT_TYPE.values()) - set(settings["schemes"]))
     if absent:

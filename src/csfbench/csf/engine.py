@@ -75,7 +75,7 @@ class TuningSettings:
 
     @classmethod
     def from_config(cls, csf_cfg: dict) -> "TuningSettings":
-        """From a validated config's ``csf`` section (or its cut :func:`csfbench.grid.csf_fit_config`)."""
+        """From a validated config's ``csf`` section (or its cut :func:`csfbench.workflow.grid.csf_fit_config`)."""
         t = csf_cfg["tuning"]
         return cls(int(t["init_points"]), int(t["n_iter"]), int(t["seed"]), csf_cfg["fixed"],
                    csf_cfg["search_space"], resolved_budgets(t), tuple(csf_cfg["temperatures"]),

@@ -7,7 +7,7 @@ Every set is written in the csfbench ``npy`` layout::
 
 The generator takes the complete ``demo.spec`` of a validated config: its keys, bounds and defaults
 (sizes of the sets, intra-class variation) are described in ``config/schema.yaml`` and filled in by
-:func:`csfbench.settings.validate_config`; this module supplies no defaults of its own.
+:func:`csfbench.workflow.settings.validate_config`; this module supplies no defaults of its own.
 
 Datasets:
 

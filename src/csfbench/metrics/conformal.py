@@ -124,7 +124,7 @@ def read_band(path: str | Path, n: int) -> np.ndarray:
 def _simes(n: int, delta: float) -> np.ndarray:
     """Eq. 11 with k = max(⌊n/2⌋, 1): b_{n+1−i} = 1 − a_i, a_i = (δ Π_{l=0}^{k−1} (i − l)/(n − l))^{1/k}
     for i >= k and 0 below, the products as log-gamma differences."""
-    from scipy.special import gammaln  # here, not at the top: csfbench.settings imports this module's constants
+    from scipy.special import gammaln  # here, not at the top: csfbench.workflow.settings imports this module's constants
 
     k = max(n // 2, 1)
     i = np.arange(k, n + 1)

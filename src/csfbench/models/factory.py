@@ -1,4 +1,4 @@
-"""Build the network of a model spec (see :func:`csfbench.grid.model_spec`) and load checkpoints."""
+"""Build the network of a model spec (see :func:`csfbench.workflow.grid.model_spec`) and load checkpoints."""
 from __future__ import annotations
 
 from pathlib import Path

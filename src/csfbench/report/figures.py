@@ -7,7 +7,7 @@ with matplotlib's headless Agg backend.
   clique, members are joined by a vertical line coloured by regime, and a side bar counts the cells
   each variant is in. Skipped cells are empty columns marked "n/a".
 - :func:`conover_matrix` / :func:`plot_conover_heatmap`: Figure 2 analogue, the pairwise Conover
-  p-values of one ranking analysis (:func:`csfbench.targets.heatmap_analysis`, setting ``figures.heatmap``; default the
+  p-values of one ranking analysis (:func:`csfbench.workflow.targets.heatmap_analysis`, setting ``figures.heatmap``; default the
   first column of the top-clique map: clique map group, first backbone, non-MCD, first source, ID test
   set; the paper's cell is that one for group ``augrc``) as a heatmap, entities ordered by mean rank,
   annotated to 3 d.p. as in the paper.
@@ -44,13 +44,13 @@ ANNOTATE_MAX = 20  # the heatmap writes each p-value in its cell (3 d.p., as the
 
 def figure_settings(section: dict) -> dict[str, Any]:
     """The config's complete ``figures`` section (defaults filled in by
-    :func:`csfbench.settings.validate_config` from ``config/schema.yaml``), checked for completeness."""
+    :func:`csfbench.workflow.settings.validate_config` from ``config/schema.yaml``), checked for completeness."""
     missing = [key for key in SETTINGS if key not in (section or {})]
     missing += [f"heatmap.{key}" for key in HEATMAP_KEYS if "heatmap" in (section or {})
                 and key not in section["heatmap"]]
     if missing:
         raise ValueError(f"figures: missing setting(s) {missing}; pass the figures section of a config "
-                         "validated by csfbench.settings.validate_config (it fills in the schema's defaults)")
+                         "validated by csfbench.workflow.settings.validate_config (it fills in the schema's defaults)")
     return dict(section)
 
 

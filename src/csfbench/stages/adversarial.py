@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 def adversarial_set(spec: ModelSpec, attack: dict, checkpoint: str | Path, batch_size: int,
                     out_images: str | Path, out_labels: str | Path) -> dict:
-    """Attack the model's ID test split (``attack`` from :func:`csfbench.grid.attack_spec`) into the npy layout."""
+    """Attack the model's ID test split (``attack`` from :func:`csfbench.workflow.grid.attack_spec`) into the npy layout."""
     device = resolve_device()
     log.info("%s/%s: attack %s on %s", spec.source, spec.model, attack, device)
     images = source_split(spec.dataset, spec.val_size, "test")

@@ -38,7 +38,7 @@ from csfbench.data.base import ImageSet
 from csfbench.data.sources import shift_set, source_split
 from csfbench.evaluation import COLUMNS, ID_TEST, SHIFT_SCHEMES, tuning_protocols
 from csfbench.errors import FeatureFileError
-from csfbench.ids import ModelId
+from csfbench.workflow.ids import ModelId
 from csfbench.proximity.stratification import write_embeddings
 from csfbench.report import analyses as report
 from csfbench.report.figures import conover_matrix, plot_conover_heatmap, save_figure

@@ -34,7 +34,7 @@ def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str |
             out_h5: str | Path, ood_val_h5: str | Path | None = None) -> None:
     """Fit every CSF variant of one (model, fit group) on train + val into ``fit.h5``.
 
-    ``csf_settings``: the config's ``csf`` section as :func:`csfbench.grid.csf_fit_config` cuts it for the
+    ``csf_settings``: the config's ``csf`` section as :func:`csfbench.workflow.grid.csf_fit_config` cuts it for the
     model's source; ``ood_val_h5``: the feature file of its OOD validation set
     (``csf_settings["tuning"]["ood_validation"]``), needed by the grid tuning protocol only.
     """

@@ -28,7 +28,7 @@ from csfbench.stages.features import eval_images
 from csfbench.training.loop import resolve_device
 
 log = logging.getLogger(__name__)
-GROUP = "network"  # the fit-group slot of the scores and metrics files (csfbench.paths.NETWORK_GROUP)
+GROUP = "network"  # the fit-group slot of the scores and metrics files (csfbench.workflow.paths.NETWORK_GROUP)
 
 
 def _batches(spec: ModelSpec, images: ImageSet, batch_size: int, device: torch.device, num_workers: int = 0):

@@ -1,7 +1,7 @@
 """The experiment grid of a validated config: models, evaluation sets and their resolved specs.
 
 The grid is static (no checkpoints are read): sources × backbones × paradigms × dropout × rewards ×
-runs.  Every function takes the config as validated by :func:`csfbench.settings.validate_config`
+runs.  Every function takes the config as validated by :func:`csfbench.workflow.settings.validate_config`
 (defaults filled in), so it reads keys directly and never supplies a default of its own.
 """
 from __future__ import annotations
@@ -11,16 +11,16 @@ import functools
 from pathlib import Path
 from typing import Iterator
 
-from csfbench import paths
+from csfbench.workflow import paths
 from csfbench.csf.engine import resolved_budgets
 from csfbench.csf.projection import GROUP_VARIANTS
 from csfbench.csf.registry import CSFS
 from csfbench.errors import ConfigError
 from csfbench.evaluation import FPR_METRIC, conformal_metric
-from csfbench.ids import ModelId
+from csfbench.workflow.ids import ModelId
 from csfbench.metrics import DEFAULT_METRICS as METRICS
 from csfbench.seeds import derive_seed
-from csfbench.settings import SPLITS, deep_merge
+from csfbench.workflow.settings import SPLITS, deep_merge
 from csfbench.shifts import names as shift_names
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 

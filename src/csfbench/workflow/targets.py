@@ -2,7 +2,7 @@
 validated config."""
 from __future__ import annotations
 
-from csfbench import grid, paths
+from csfbench.workflow import grid, paths
 from csfbench.aggregate.ranking import REGIMES, Analysis, analyses, output_paths
 from csfbench.report.figures import figure_settings, group_of, parse_variant
 
