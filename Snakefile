@@ -49,14 +49,5 @@ include: "rules/figures.smk"
 rule all:
     default_target: True
     input:
-        features=all_feature_files(),
-        metrics=all_metric_files(),
-        results=paths.results_table(),
-        projnorm=projnorm_outputs(),
-        rankings=paths.ranking_summary(),
-        figures=targets.figure_targets(config),
-        nc_tables=nc_tables(),
-        proximity_tables=proximity_outputs(),
-        conformal=conformal_outputs(),
-        analyses=analysis_outputs(),
+        **G.all_targets(),
     localrule: True

@@ -50,7 +50,7 @@ import pandas as pd
 from csfbench.aggregate.ranking import Analysis, analyses, rank_results, ranked_rows, ranking_settings
 from csfbench.aggregate.results_table import write_results_table
 from csfbench.aggregate.selection import select_configurations, selected_rows
-from csfbench.workflow.grid import eval_datasets, eval_set_spec, model_ids
+from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config
 from csfbench.csf.engine import EXPECTED
 from csfbench.csf.registry import variants_for
@@ -93,7 +93,7 @@ def model_rows(config: dict, source: str, model, rng: np.random.Generator) -> pd
     spec = config["backbones"][model.backbone]
     modes = ["det"] + (["mcd"] if model.dropout == 1 and spec.get("mcd_samples", 0) > 0 else [])
     lists = variant_lists(model.backbone)
-    sets = [eval_set_spec(config, source, d, model) for d in eval_datasets(config, source, model) if d != "train"]
+    sets = [Grid(config).eval_set_spec(source, d, model) for d in Grid(config).eval_datasets(source, model) if d != "train"]
     cells = [(s, scheme, metric) for s in sets for scheme in schemes_for(s) for metric in DEFAULT_METRICS]
     parts = []
     for mode in modes:
@@ -125,7 +125,7 @@ def write_grid(config: dict, scale: float, folder: Path, seed: int = 0) -> tuple
     rng = np.random.default_rng(seed)
     paths, n_rows = [], 0
     for source in config["sources"]:
-        models = model_ids(config, source)
+        models = Grid(config).model_ids(source)
         for model in models:
             runs = config["backbones"][model.backbone]["runs"]
             if model.run not in runs[:max(1, round(scale * len(runs)))]:

@@ -4,14 +4,14 @@
 rule adversarial_set:
     input:
         checkpoint=paths.checkpoint(),
-        index=lambda w: paths.dataset_index(source_dataset(w.source)),
+        index=jobwise(G.source_index),
     output:
         images=paths.npy_file(paths.adversarial_set_folder(), "images"),
         labels=paths.npy_file(paths.adversarial_set_folder(), "labels"),
     params:
-        spec=model_spec_json,
-        attack=lambda w: json.dumps(grid.attack_spec(config, w.dataset), sort_keys=True),
-        batch_size=lambda w: config["shifts"]["adversarial"]["batch_size"],
+        spec=jobwise(G.model_spec_json),
+        attack=jobwise(G.attack_json),
+        batch_size=setting("shifts/adversarial/batch_size"),
     log:
         paths.log("adversarial", "{source}/{model}/{dataset}"),
     benchmark:

@@ -5,13 +5,13 @@
 
 rule aggregate_results:
     input:
-        metrics=all_metric_files(),
+        metrics=G.metric_files(),
         # scheme `conformal` rows (rules/conformal.smk)
-        conformal=conformal_metric_files(),
+        conformal=G.conformal_metric_files(),
         # the pair analyses' rows: every (ID-role, OOD-role) pair and its schemes (rules/analyses.smk)
-        pairs=pair_metric_files(),
+        pairs=G.pair_metric_files(),
         # the resolved near/mid/far regimes of the semantic OOD sets (rules/proximity.smk)
-        regimes=[paths.proximity_regimes(source) for source in proximity_sources()],
+        regimes=G.proximity_regime_files(),
     output:
         table=paths.results_table(),
         selection=paths.selected_configurations(),

@@ -9,7 +9,7 @@
 
 rule pair_analyses:
     input:
-        unpack(analysis_inputs),
+        unpack(jobwise(G.analysis_inputs)),
     output:
         decomposition=report(paths.analysis_table("decomposition"), caption="../report/table_decomposition.rst",
                              category="Pair analyses"),
@@ -56,9 +56,9 @@ rule pair_analyses:
                             category="Pair analyses"),
         distance_pdf=paths.figure("distance_{source}.pdf"),
     params:
-        settings=config["analyses"],
-        alpha=config["ranking"]["alpha"],
-        gallery_sets=lambda w: gallery_sets_json(w.source),
+        settings=setting("analyses"),
+        alpha=G.setting("ranking/alpha"),
+        gallery_sets=jobwise(G.gallery_sets_json),
     log:
         paths.log("analyses", "{source}"),
     benchmark:
@@ -75,7 +75,7 @@ rule pair_analyses:
 
 rule category_tables:
     input:
-        long=lambda w: [paths.analysis_table("categories_long", source) for source in analysis_sources()],
+        long=G.category_inputs(),
     output:
         averaged=report(paths.category_table("averaged"), caption="../report/table_categories.rst",
                         category="Pair analyses"),
@@ -103,13 +103,13 @@ rule category_tables:
 # beside the proximity stage's embeddings (whose near/mid/far stratification covers only the semantic sets).
 rule covariate_embed:
     input:
-        unpack(covariate_embed_inputs),
+        unpack(jobwise(G.covariate_embed_inputs)),
     output:
         embeddings=paths.covariate_embeddings(),
     params:
-        sets=covariate_embed_sets,
-        encoder=lambda w: json.dumps(config["proximity"]["encoder"], sort_keys=True),
-        batch_size=lambda w: config["proximity"]["batch_size"],
+        sets=jobwise(G.covariate_embed_sets),
+        encoder=setting_json("proximity/encoder"),
+        batch_size=setting("proximity/batch_size"),
     log:
         paths.log("analyses", "{source}/covariate_embed"),
     benchmark:

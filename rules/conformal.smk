@@ -14,6 +14,8 @@ rule conformal_band:
         seed=r"\d+",
         delta=r"0\.\d+(e-\d+)?|\de-\d+",
         method="|".join(["simes", "dkwm", "asymptotic", "mc_gamma0", "mc_search"]),
+    params:
+        band=jobwise(G.conformal_band_json),
     log:
         paths.log("conformal", "band_{method}_n{n}_delta{delta}_mc{n_mc}_seed{seed}"),
     benchmark:
@@ -30,13 +32,13 @@ rule conformal_band:
 
 rule conformal_metrics:
     input:
-        unpack(conformal_inputs),
+        unpack(jobwise(G.conformal_inputs)),
     output:
         metrics=paths.conformal_metrics(),
     params:
-        spec=model_spec_json,
-        conformal=CONFORMAL_FIT,
-        bands=lambda w: json.dumps([[m, d, p] for (m, d), p in conformal_band_files().items()]),
+        spec=jobwise(G.model_spec_json),
+        conformal=G.conformal_fit_json(),
+        bands=G.conformal_metric_bands_json(),
     log:
         paths.log("conformal", "{source}/{model}_metrics"),
     benchmark:
@@ -53,13 +55,13 @@ rule conformal_metrics:
 
 rule prediction_sets:
     input:
-        unpack(prediction_set_inputs),
+        unpack(jobwise(G.prediction_set_inputs)),
     output:
         table=paths.prediction_sets(),
     params:
-        spec=model_spec_json,
-        settings=json.dumps(CONFORMAL["prediction_sets"], sort_keys=True),
-        batch_size=NETWORK_CSF["batch_size"],
+        spec=jobwise(G.model_spec_json),
+        settings=setting_json("conformal/prediction_sets"),
+        batch_size=G.setting("network_csf/batch_size"),
         num_workers=res("prediction_sets", "num_workers"),
     log:
         paths.log("conformal", "{source}/{model}_prediction_sets"),
@@ -79,9 +81,9 @@ rule prediction_sets:
 rule conformal_report:
     input:
         results=paths.results_table(),
-        prediction_sets=lambda w: [paths.prediction_sets(w.source, str(m)) for m in grid.model_ids(config, w.source)],
-        scores=lambda w: targets.conformal_figure_scores(config, w.source),
-        bands=lambda w: sorted(set(conformal_report_bands().values())),
+        prediction_sets=jobwise(G.prediction_set_files),
+        scores=jobwise(G.conformal_figure_scores),
+        bands=G.conformal_report_band_files(),
     output:
         png=report(paths.figure("conformal_{source}.png"), caption="../report/figure_conformal.rst",
                    category="Conformal evaluation"),
@@ -91,8 +93,8 @@ rule conformal_report:
         table2=report(paths.table("conformal_table2_{source}.csv"), caption="../report/table_prediction_sets.rst",
                       category="Conformal evaluation"),
     params:
-        conformal=CONFORMAL,
-        bands=lambda w: json.dumps([[m, n, p] for (m, n), p in conformal_report_bands().items()]),
+        conformal=setting("conformal"),
+        bands=G.conformal_report_bands_json(),
     log:
         paths.log("conformal", "{source}_report"),
     benchmark:

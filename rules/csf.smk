@@ -8,13 +8,13 @@ rule fit_csf:
         train=paths.features(dataset="train"),
         val=paths.features(dataset="val"),
         # the grid tuning protocol's OOD validation set (csf.tuning.ood_validation), never an evaluation set
-        ood_val=csf_ood_validation,
+        ood_val=jobwise(G.csf_ood_validation),
     output:
         fit=paths.csf_fit(),
     params:
-        spec=model_spec_json,
+        spec=jobwise(G.model_spec_json),
         # only the settings this group reads: a change elsewhere in `csf` does not rerun the fit
-        csf=lambda w: csf_fit_json(w.fit_group, w.source),
+        csf=jobwise(G.csf_fit_json),
     log:
         paths.log("csf", "{source}/{model}/{fit_group}_fit"),
     benchmark:
@@ -31,13 +31,13 @@ rule fit_csf:
 
 rule score_csf:
     input:
-        unpack(score_inputs),
+        unpack(jobwise(G.score_inputs)),
     output:
         scores=paths.scores(),
         metrics=paths.metrics(),
     params:
-        spec=model_spec_json,
-        eval_sets=score_eval_sets_json,
+        spec=jobwise(G.model_spec_json),
+        eval_sets=jobwise(G.score_eval_sets_json),
     log:
         paths.log("csf", "{source}/{model}/{fit_group}_score"),
     benchmark:

@@ -1,15 +1,15 @@
 # Data: the embedded demo generator and a fail-fast check + index of every dataset on disk.
 
 
-if "demo" in config:
+if G.enabled("demo"):
 
     rule demo_data:
         output:
-            files=demo_files(),
+            files=G.demo_files(),
         params:
-            seed=config["demo"]["seed"],
+            seed=G.setting("demo/seed"),
             # canonical JSON: reordering keys in a config file must not trigger a rerun
-            spec=json.dumps(config["demo"]["spec"], sort_keys=True),
+            spec=G.setting_json("demo/spec"),
         log:
             paths.log("data", "demo_data"),
         benchmark:
@@ -26,12 +26,12 @@ if "demo" in config:
 
 rule index_dataset:
     input:
-        dataset_index_inputs,
+        jobwise(G.dataset_index_inputs),
     output:
         index=paths.dataset_index(),
     params:
-        dataset=lambda w: grid.dataset_spec(config, w.name).to_json(),
-        splits=lambda w: grid.used_splits(config, w.name),
+        dataset=jobwise(G.dataset_spec_json),
+        splits=jobwise(G.used_splits),
     log:
         paths.log("data", "index_{name}"),
     benchmark:

@@ -3,14 +3,14 @@
 
 rule extract_features:
     input:
-        unpack(extract_inputs),
+        unpack(jobwise(G.extract_inputs)),
     output:
         features=paths.features(),
     params:
-        spec=model_spec_json,
-        eval_set=eval_set_json,
-        batch_size=config["features"]["batch_size"],
-        compression=config["features"]["compression"],
+        spec=jobwise(G.model_spec_json),
+        eval_set=jobwise(G.eval_set_json),
+        batch_size=G.setting("features/batch_size"),
+        compression=G.setting("features/compression"),
         num_workers=res("extract_features", "num_workers"),
     log:
         paths.log("features", "{source}/{model}/{dataset}"),

@@ -1,23 +1,19 @@
 # Figures and tables of Claros-Olivares & Brockmeier's paper (Figures 1-2, Tables 2, 8, 10) from the
 # rankings, the results table and the scores.
-from csfbench.workflow import targets
 
-FIGURES = config["figures"]
 
 
 rule top_clique_map:
     input:
-        rankings=lambda w: targets.clique_map_inputs(config, w.backbone),
+        rankings=jobwise(G.clique_map_inputs),
     output:
         csv=paths.table("top_cliques_{backbone}.csv"),
         png=report(paths.figure("top_cliques_{backbone}.png"), caption="../report/figure_top_cliques.rst",
                    category="Figures"),
         pdf=paths.figure("top_cliques_{backbone}.pdf"),
     params:
-        sources=SOURCES,
-        group=FIGURES["clique_map_group"],
-    wildcard_constraints:
-        backbone="|".join(config["backbones"]),
+        sources=G.sources,
+        group=G.setting("figures/clique_map_group"),
     log:
         paths.log("figures", "top_cliques_{backbone}"),
     benchmark:
@@ -34,7 +30,7 @@ rule top_clique_map:
 
 rule clique_layer_table:
     input:
-        rankings=targets.ranking_files(config, "json"),
+        rankings=G.ranking_files("json"),
     output:
         csv=report(paths.table("clique_layers.csv"), caption="../report/table_clique_layers.rst",
                    category="Tables"),
@@ -60,8 +56,8 @@ rule best_metric_table:
         csv=report(paths.table("table2_best.csv"), caption="../report/table_best.rst", category="Tables"),
         tex=paths.table("table2_best.tex"),
     params:
-        metric=FIGURES["table_metric"],
-        ranking=config["ranking"],
+        metric=G.setting("figures/table_metric"),
+        ranking=G.setting("ranking"),
     log:
         paths.log("figures", "table2_best"),
     benchmark:
@@ -87,7 +83,7 @@ rule selected_configuration_tables:
                           caption="../report/table_selected_reward.rst", category="Tables"),
         reward_tex=paths.table("table10_selected_reward.tex"),
     params:
-        metric=FIGURES["table_metric"],
+        metric=G.setting("figures/table_metric"),
     log:
         paths.log("figures", "selected_configurations"),
     benchmark:
@@ -104,17 +100,17 @@ rule selected_configuration_tables:
 
 rule rc_curves:
     input:
-        scores=lambda w: targets.rc_inputs(config, w.source),
+        scores=jobwise(G.rc_inputs),
     output:
         csv=paths.table("rc_curves_{source}.csv"),
         png=report(paths.figure("rc_curves_{source}.png"), caption="../report/figure_rc_curves.rst",
                    category="Figures"),
         pdf=paths.figure("rc_curves_{source}.pdf"),
     params:
-        shift_types=lambda w: targets.rc_shift_types(config, w.source),
-        csfs=FIGURES["rc_curves"]["csfs"],
-        ranking=config["ranking"],
-        title=lambda w: f"{w.source}: {targets.rc_model(config, w.source)}",
+        shift_types=jobwise(G.rc_shift_types),
+        csfs=G.rc_csfs(),
+        ranking=G.setting("ranking"),
+        title=jobwise(G.rc_title),
     log:
         paths.log("figures", "rc_curves_{source}"),
     benchmark:
@@ -134,12 +130,12 @@ rule rc_curves:
 # heatmap and a CSV matrix.
 rule conover_heatmap:
     input:
-        ranking=lambda w: targets.heatmap_input(config),
+        ranking=G.heatmap_input(),
     output:
-        csv=targets.HEATMAP_FILES["csv"],
-        png=report(targets.HEATMAP_FILES["png"], caption="../report/figure_conover_heatmap.rst",
+        csv=HEATMAP_FILES["csv"],
+        png=report(HEATMAP_FILES["png"], caption="../report/figure_conover_heatmap.rst",
                    category="Figures"),
-        pdf=targets.HEATMAP_FILES["pdf"],
+        pdf=HEATMAP_FILES["pdf"],
     log:
         paths.log("figures", "conover_heatmap"),
     benchmark:

@@ -6,14 +6,13 @@
 rule nc_metrics:
     input:
         train=paths.features(dataset="train"),
-        fits=expand(paths.csf_fit(source="{{source}}", model="{{model}}", fit_group="{fit_group}"),
-                    fit_group=NC_FIT_GROUPS),
+        fits=jobwise(G.nc_fits),
     output:
         records=paths.nc_records(),
     params:
-        spec=model_spec_json,
-        fit_groups=NC_FIT_GROUPS,
-        nc=lambda w: json.dumps(config["geometry"]["nc"], sort_keys=True),
+        spec=jobwise(G.model_spec_json),
+        fit_groups=G.nc_fit_groups(),
+        nc=setting_json("geometry/nc"),
     log:
         paths.log("geometry", "{source}/{model}/nc"),
     benchmark:
@@ -30,7 +29,7 @@ rule nc_metrics:
 
 rule nc_table:
     input:
-        records=lambda wildcards: nc_record_files(wildcards.source),
+        records=jobwise(G.nc_record_files),
     output:
         csv=report(paths.nc_table(ext="csv"), caption="../report/nc_table.rst", category="Tables",
                    subcategory="Neural collapse", labels={"source": "{source}"}),

@@ -8,13 +8,13 @@
 
 rule fit_network_csf:
     input:
-        unpack(network_fit_inputs),
+        unpack(jobwise(G.network_fit_inputs)),
     output:
         fit=paths.network_fit(),
     params:
-        spec=model_spec_json,
-        settings=NETWORK_CSF_FIT,
-        batch_size=NETWORK_CSF["batch_size"],
+        spec=jobwise(G.model_spec_json),
+        settings=G.network_fit_json(),
+        batch_size=G.setting("network_csf/batch_size"),
         num_workers=res("fit_network_csf", "num_workers"),
     log:
         paths.log("network_csf", "{source}/{model}/fit"),
@@ -33,14 +33,14 @@ rule fit_network_csf:
 
 rule network_csf:
     input:
-        unpack(network_score_inputs),
+        unpack(jobwise(G.network_score_inputs)),
     output:
         scores=paths.scores(fit_group=paths.NETWORK_GROUP),
         metrics=paths.metrics(fit_group=paths.NETWORK_GROUP),
     params:
-        spec=model_spec_json,
-        eval_sets=score_eval_sets_json,
-        batch_size=NETWORK_CSF["batch_size"],
+        spec=jobwise(G.model_spec_json),
+        eval_sets=jobwise(G.score_eval_sets_json),
+        batch_size=G.setting("network_csf/batch_size"),
         num_workers=res("network_csf", "num_workers"),
     log:
         paths.log("network_csf", "{source}/{model}/score"),

@@ -6,12 +6,12 @@
 rule projnorm_reference:
     input:
         checkpoint=paths.checkpoint(),
-        index=lambda w: paths.dataset_index(source_dataset(w.source)),
+        index=jobwise(G.source_index),
     output:
         reference=paths.projnorm_reference(),
     params:
-        spec=model_spec_json,
-        settings=PROJNORM,
+        spec=jobwise(G.model_spec_json),
+        settings=lambda w: G.projnorm_json(),
     log:
         paths.log("projnorm", "{source}/{model}/reference"),
     benchmark:
@@ -29,14 +29,14 @@ rule projnorm_reference:
 
 rule projnorm_shift:
     input:
-        unpack(projnorm_shift_inputs),
+        unpack(jobwise(G.projnorm_shift_inputs)),
     output:
         result=paths.projnorm_result(),
     params:
-        spec=model_spec_json,
-        eval_set=eval_set_json,
-        settings=PROJNORM,
-        partner_spec=projnorm_partner_spec,
+        spec=jobwise(G.model_spec_json),
+        eval_set=jobwise(G.eval_set_json),
+        settings=lambda w: G.projnorm_json(),
+        partner_spec=jobwise(G.projnorm_partner_spec),
     log:
         paths.log("projnorm", "{source}/{model}/{dataset}"),
     benchmark:
@@ -54,7 +54,7 @@ rule projnorm_shift:
 
 rule projnorm_evaluate:
     input:
-        unpack(projnorm_eval_inputs),
+        unpack(jobwise(G.projnorm_eval_inputs)),
     output:
         per_set=paths.projnorm_table(name="per_set.csv"),
         correlations=report(paths.projnorm_table(name="correlations.csv"),
@@ -65,8 +65,8 @@ rule projnorm_evaluate:
         figure=report(paths.projnorm_scatter(), caption="../report/projnorm_scatter.rst", category="ProjNorm"),
         metrics=paths.projnorm_table(name="rows.parquet"),
     params:
-        study=projnorm_study_json,
-        atc_score=lambda w: config["projnorm"]["atc_score"],
+        study=jobwise(G.projnorm_study_json),
+        atc_score=setting("projnorm/atc_score"),
     log:
         paths.log("projnorm", "{source}_evaluate"),
     benchmark:

@@ -7,13 +7,13 @@
 
 rule proximity_embed:
     input:
-        unpack(proximity_embed_inputs),
+        unpack(jobwise(G.proximity_embed_inputs)),
     output:
         embeddings=paths.proximity_embeddings(),
     params:
-        job=proximity_embed_params,
-        encoder=lambda w: json.dumps(config["proximity"]["encoder"], sort_keys=True),
-        batch_size=lambda w: config["proximity"]["batch_size"],
+        job=jobwise(G.proximity_embed_params),
+        encoder=setting_json("proximity/encoder"),
+        batch_size=setting("proximity/batch_size"),
     log:
         paths.log("proximity", "{source}/embed"),
     benchmark:
@@ -38,10 +38,10 @@ rule proximity_regimes:
         tex=paths.proximity_table(ext="tex"),
         regimes=paths.proximity_regimes(),
     params:
-        static=static_regimes,
-        precedence=lambda w: config["proximity"]["precedence"],
-        seed=lambda w: config["proximity"]["seed"],
-        mmd=lambda w: config["proximity"]["mmd"],
+        static=jobwise(G.static_regimes),
+        precedence=setting("proximity/precedence"),
+        seed=setting("proximity/seed"),
+        mmd=setting("proximity/mmd"),
     log:
         paths.log("proximity", "{source}/regimes"),
     benchmark:

@@ -1,11 +1,8 @@
 # Rankings (Claros-Olivares & Brockmeier, §4.2 and App. C): Friedman / Iman–Davenport → Conover → cliques →
-# layers per analysis cell, on the validation-selected configurations. Settings: config["ranking"], complete
-# (validate_config fills in the schema's defaults).
-from dataclasses import asdict
+# layers per analysis cell, on the validation-selected configurations. Settings: the `ranking` section,
+# complete (validate_config fills in the schema's defaults).
 from pathlib import Path
 
-from csfbench.aggregate.ranking import analyses as _analyses
-from csfbench.workflow import targets
 
 RANKING_DIR = paths.rankings_dir()  # also read by rule all
 
@@ -14,16 +11,16 @@ rule rank_csfs:
     input:
         table=paths.results_table(),
     output:
-        json=targets.ranking_files(config, "json"),
-        csv=targets.ranking_files(config, "csv"),
+        json=G.ranking_files("json"),
+        csv=G.ranking_files("csv"),
         summary=report(
             paths.ranking_summary(),
             caption="../report/ranking_summary.rst",
             category="Rankings",
         ),
     params:
-        settings=config["ranking"],
-        cells=[asdict(c) for c in _analyses(config)],
+        settings=G.setting("ranking"),
+        cells=G.ranking_cells(),
         out_dir=lambda w, output: str(Path(output.summary).parent),
     log:
         paths.log("ranking", "rank_csfs"),

@@ -4,14 +4,14 @@
 
 rule corrupt_set:
     input:
-        index=lambda w: paths.dataset_index(source_dataset(w.source)),
+        index=jobwise(G.source_index),
     output:
         images=paths.npy_file(paths.corruption_set_folder(), "images"),
         labels=paths.npy_file(paths.corruption_set_folder(), "labels"),
     params:
-        dataset=lambda w: grid.dataset_spec(config, source_dataset(w.source)).to_json(),
-        val_size=lambda w: config["sources"][w.source]["val_size"],
-        corruption=lambda w: json.dumps(grid.corruption_spec(config, w.dataset), sort_keys=True),
+        dataset=jobwise(G.source_dataset_json),
+        val_size=jobwise(G.val_size),
+        corruption=jobwise(G.corruption_json),
     log:
         paths.log("shifts", "{source}/{dataset}"),
     benchmark:

@@ -1,16 +1,16 @@
 # Training: the demo's ViT pretraining and one job per model (all stages of its paradigm).
 
 
-if "pretrain" in config:
+if G.enabled("pretrain"):
 
     rule pretrain_vit:
         input:
-            index=paths.dataset_index(config["pretrain"]["dataset"]),
+            index=paths.dataset_index(G.setting("pretrain/dataset")),
         output:
-            weights=config["backbones"]["vit"]["pretrained"]["file"],
+            weights=G.pretrained_vit_file(),
             history=paths.pretrain_history(),
         params:
-            spec=grid.pretrain_spec(config).to_json(),
+            spec=G.pretrain_spec().to_json(),
         log:
             paths.log("train", "pretrain_vit"),
         benchmark:
@@ -28,12 +28,12 @@ if "pretrain" in config:
 
 rule train:
     input:
-        unpack(train_inputs),
+        unpack(jobwise(G.train_inputs)),
     output:
         checkpoint=paths.checkpoint(),
         history=paths.training_history(),
     params:
-        spec=model_spec_json,
+        spec=jobwise(G.model_spec_json),
         num_workers=res("train", "num_workers"),
     log:
         paths.log("train", "{source}/{model}"),

@@ -36,12 +36,11 @@ def _formats(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from csfbench.workflow.grid import check_selections, iter_models
+    from csfbench.workflow.grid import Grid
     from csfbench.workflow.settings import load_config
 
     config = load_config(args.config)
-    check_selections(config, str(args.config))
-    n_models = len(list(iter_models(config)))
+    n_models = len(list(Grid(config).iter_models()))
     print(f"{args.config}: valid ({len(config['sources'])} sources, {n_models} models)")
     return 0
 

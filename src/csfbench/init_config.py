@@ -196,8 +196,8 @@ def build_config(scan_: Scan, results: str | None = None, config_path: str | Non
     for key, node in root.get("properties", {}).items():
         if key in written or key in ("demo", "pretrain"):  # the embedded demo's own sections
             continue
-        if "enabled" in node.get("properties", {}) and node["properties"]["enabled"].get("default") is False:
-            default = " (off unless enabled: true)"
+        if "enabled" in node.get("properties", {}):
+            default = " (runs when written, unless enabled: false)"
         elif "default" in node:
             default = " (defaults apply without it)"
         else:
@@ -251,7 +251,7 @@ def _count(n: int, what: str) -> str:
 def run_init(data_root: str | Path, output: str | Path, results: str | None = None, force: bool = False) -> str:
     """Scan ``data_root``, write the starter config to ``output`` (checked by ``validate_config``
     first) and return the report to print.  An existing ``output`` is kept unless ``force``."""
-    from csfbench.workflow.grid import check_selections, iter_models
+    from csfbench.workflow.grid import Grid
 
     output = Path(output)
     if output.exists() and not force:
@@ -263,10 +263,9 @@ def run_init(data_root: str | Path, output: str | Path, results: str | None = No
     except CsfbenchError as err:
         raise CsfbenchError(f"{text_report}\n{err}") from None
     config = validate_config(yaml.safe_load(text), f"{output} (generated)")
-    check_selections(config, str(output))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    n_models = len(list(iter_models(config)))
+    n_models = len(list(Grid(config).iter_models()))
     results = results or default_results(output)
     config_path = output.resolve()
     return "\n".join([

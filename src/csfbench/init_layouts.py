@@ -21,7 +21,7 @@ from csfbench.data.formats import open_dataset
 from csfbench.data.list_readers import ICONIC_TASKS, WNID, read_wnids
 from csfbench.data.readers import IMAGE_EXTENSIONS, ReaderError
 from csfbench.errors import DatasetError
-from csfbench.workflow.settings import SPLITS
+from csfbench.specs import SPLITS
 
 #: the validation split: the first images of the official test split (at most this many, and a fifth of it)
 MAX_VAL_SIZE = 1000

@@ -12,6 +12,9 @@ from typing import Any, ClassVar
 
 from csfbench.shifts.names import parse_corruption_set
 
+#: the ID splits of a source: training (fits), validation (tuning, temperatures), test (evaluation)
+SPLITS = ("train", "val", "test")
+
 #: the group keys of an evaluation set (:attr:`EvalSet.groups`), columns of its metric rows
 GROUP_KEYS = ("corruption", "severity", "rendition")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from csfbench.workflow import grid
+from csfbench.workflow.grid import Grid
 from csfbench.workflow.ids import ModelId
 from csfbench.workflow.settings import validate_config
 from csfbench.specs import ModelSpec
@@ -55,7 +55,7 @@ def tiny_spec(data_root: Path, paradigm: str = "dg", dropout: int = 1, epochs: i
     """The complete spec (grid.model_spec of :func:`tiny_config`) of the tiny model, with a fixed seed."""
     config = tiny_config(data_root, paradigm, dropout, epochs, mcd)
     reward = 2.2 if paradigm == "dg" else 0.0
-    spec = grid.model_spec(config, "blobs", ModelId("vgg13", paradigm, dropout, reward, 1))
+    spec = Grid(config).model_spec("blobs", ModelId("vgg13", paradigm, dropout, reward, 1))
     return dataclasses.replace(spec, seed=1234)
 
 

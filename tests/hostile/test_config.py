@@ -10,7 +10,6 @@ import copy
 import pytest
 
 from csfbench.errors import ConfigError, ConfigFileError
-from csfbench.workflow.grid import check_selections
 from csfbench.workflow.settings import load_config, validate_config
 from tests.helpers.demo_config import edited
 
@@ -80,9 +79,8 @@ def test_csf_parameter_names_and_ranges_are_checked(demo, key, value, fragments)
 def test_typos_in_selected_names_are_errors_listing_the_valid_ones(demo, edit, key, suggestion):
     config = copy.deepcopy(demo)
     edit(config)
-    validate_config(config)
     with pytest.raises(ConfigError) as err:
-        check_selections(config, "test")
+        validate_config(config, "test")
     assert f"'{key}'" in str(err.value) and "expected one of [" in str(err.value)
     if suggestion:
         assert f"did you mean '{suggestion}'" in str(err.value)

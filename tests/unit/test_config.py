@@ -3,7 +3,7 @@ import copy
 import pytest
 
 from csfbench.errors import ConfigError
-from csfbench.workflow.grid import check_selections, csf_fit_config, eval_set_spec, iter_models, model_ids, model_spec
+from csfbench.workflow.grid import Grid
 from csfbench.workflow.ids import MODEL_PATTERN, ModelId
 from csfbench.workflow.settings import load_config, schema_default, validate_config
 from tests.helpers.demo_config import edited
@@ -22,8 +22,8 @@ def paper(repo):
 def test_paper_grid_counts(paper):
     # per source: ConfidNet 2×5 + DeVries 2×5 + DG 2×|rewards|×5 + ViT 2×5
     expected = {"cifar10": 30 + 40, "supercifar100": 30 + 70, "cifar100": 30 + 70, "tinyimagenet": 30 + 40}
-    assert {s: len(model_ids(paper, s)) for s in paper["sources"]} == expected
-    assert len(list(iter_models(paper))) == 340
+    assert {s: len(Grid(paper).model_ids(s)) for s in paper["sources"]} == expected
+    assert len(list(Grid(paper).iter_models())) == 340
     assert all(len(src["ood"]) == 8 for src in paper["sources"].values())
 
 
@@ -35,25 +35,25 @@ def test_paper_table1_regimes(paper):
 
 
 def test_paper_hyperparameters(paper):
-    vit10 = model_spec(paper, "cifar10", "vit_ce_do0_rew0_run1")
-    assert vit10.optim["lr"] == 3e-4 and model_spec(paper, "cifar10", "vit_ce_do1_rew0_run1").optim["lr"] == 1e-2
-    sc = model_spec(paper, "supercifar100", "vit_ce_do1_rew0_run2")
+    vit10 = Grid(paper).model_spec("cifar10", "vit_ce_do0_rew0_run1")
+    assert vit10.optim["lr"] == 3e-4 and Grid(paper).model_spec("cifar10", "vit_ce_do1_rew0_run1").optim["lr"] == 1e-2
+    sc = Grid(paper).model_spec("supercifar100", "vit_ce_do1_rew0_run2")
     assert sc.optim["lr"] == 1e-3 and sc.optim["batch_size"] == 512 and sc.n_classes == 19
     assert sc.image_size == 384 and sc.mcd_samples == 0
-    dg = model_spec(paper, "tinyimagenet", "vgg13_dg_do1_rew12_run3")
+    dg = Grid(paper).model_spec("tinyimagenet", "vgg13_dg_do1_rew12_run3")
     assert dg.image_size == 64 and dg.mcd_samples == 50 and dg.paradigm_params["pretrain_epochs"] == 100
     assert dg.optim["lr"] == 0.1 and dg.optim["weight_decay"] == 5e-4
 
 
 def test_seeds_differ_per_model_and_are_stable(demo):
-    seeds = [model_spec(demo, s, m).seed for s, m in iter_models(demo)]
+    seeds = [Grid(demo).model_spec(s, m).seed for s, m in Grid(demo).iter_models()]
     assert len(set(seeds)) == len(seeds)
-    assert seeds == [model_spec(demo, s, m).seed for s, m in iter_models(demo)]
+    assert seeds == [Grid(demo).model_spec(s, m).seed for s, m in Grid(demo).iter_models()]
 
 
 def test_eval_sets(demo):
-    assert eval_set_spec(demo, "demo10", "test").shift_type == "id"
-    near = eval_set_spec(demo, "demo10", "near")
+    assert Grid(demo).eval_set_spec("demo10", "test").shift_type == "id"
+    near = Grid(demo).eval_set_spec("demo10", "near")
     assert near.shift_type == "semantic" and near.regime == "near" and near.dataset.format == "npy"
 
 
@@ -120,28 +120,28 @@ def test_fit_params_carry_the_resolved_budgets_of_the_group_only(demo):
     (default,) = schema_budgets.values()
     init_points, n_iter = default["init_points"], default["n_iter"]
     defaults = {name: {"init_points": b["init_points"], "n_iter": b["n_iter"]} for name, b in schema_budgets.items()}
-    assert csf_fit_config(config, "global")["tuning"]["budgets"] == defaults
-    assert csf_fit_config(config, "none")["tuning"]["budgets"] == {}  # KPCA has no `none` variant
+    assert Grid(config).csf_fit_config("global")["tuning"]["budgets"] == defaults
+    assert Grid(config).csf_fit_config("none")["tuning"]["budgets"] == {}  # KPCA has no `none` variant
     spelled = copy.deepcopy(config)
     spelled["csf"]["tuning"]["budgets"] = copy.deepcopy(defaults)
     validate_config(spelled)
-    assert csf_fit_config(spelled, "class") == csf_fit_config(config, "class")
+    assert Grid(spelled).csf_fit_config("class") == Grid(config).csf_fit_config("class")
     spelled["csf"]["tuning"]["budgets"]["KPCA RecError"] = {"init_points": init_points, "n_iter": n_iter + 1}
     validate_config(spelled)
-    assert csf_fit_config(spelled, "none") == csf_fit_config(config, "none")
-    assert csf_fit_config(spelled, "class") != csf_fit_config(config, "class")
+    assert Grid(spelled).csf_fit_config("none") == Grid(config).csf_fit_config("none")
+    assert Grid(spelled).csf_fit_config("class") != Grid(config).csf_fit_config("class")
 
 
 def test_csf_methods_select_what_a_fit_computes_and_a_fit_reruns_only_for_its_own_methods(demo):
     """``csf.methods`` null = every registry CSF; a list restricts each fit group to the listed CSFs it has,
     so adding a `none`-only detector changes the `none` fit's params and leaves the `global` fit's alone."""
-    assert demo["csf"]["methods"] is None and csf_fit_config(demo, "none")["methods"] is None
+    assert demo["csf"]["methods"] is None and Grid(demo).csf_fit_config("none")["methods"] is None
     config = copy.deepcopy(demo)
     config["csf"]["methods"] = ["MSR", "ViM"]
     validate_config(config)
-    assert csf_fit_config(config, "none")["methods"] == ["MSR", "ViM"]
-    assert csf_fit_config(config, "global")["methods"] == ["MSR"]  # ViM has only the unprojected variant
+    assert Grid(config).csf_fit_config("none")["methods"] == ["MSR", "ViM"]
+    assert Grid(config).csf_fit_config("global")["methods"] == ["MSR"]  # ViM has only the unprojected variant
     more = copy.deepcopy(config)
     more["csf"]["methods"] = ["MSR", "ViM", "KNN"]
-    assert csf_fit_config(more, "global") == csf_fit_config(config, "global")
-    assert csf_fit_config(more, "none")["methods"] == ["KNN", "MSR", "ViM"]
+    assert Grid(more).csf_fit_config("global") == Grid(config).csf_fit_config("global")
+    assert Grid(more).csf_fit_config("none")["methods"] == ["KNN", "MSR", "ViM"]

@@ -113,6 +113,7 @@ def test_config_defaults_and_checks():
     with pytest.raises(ConfigError, match=r"conformal/calibration/n_cal.*\['asymptotic'\]"):
         validate_config(small)
     small["conformal"]["methods"] = ["dkwm", "simes"]
+    small["ranking"] = {"metric_groups": {"rc": ["augrc"]}}  # the demo's groups rank an mc_search metric
     validate_config(small)  # finite-sample bands take any n
     with pytest.raises(ConfigError, match="conformal/methods"):
         validate_config({**demo_config(None), "conformal": {"methods": ["bonferroni"]}})
@@ -225,12 +226,10 @@ def test_band_widths_read_the_given_bands_and_shrink_with_n():
 
 
 def test_ranking_groups_may_name_the_configured_conformal_metrics():
-    from csfbench.workflow.grid import check_selections
-
     config = demo_config(None)
     config["conformal"] = {"enabled": True, "methods": ["dkwm"], "delta": [0.05]}
     config["ranking"] = {"metric_groups": {"rc": ["augrc"], "conformal_auroc": ["auroc@dkwm@0.05"]}}
-    check_selections(validate_config(config), "test")
+    validate_config(config)
     config["ranking"]["metric_groups"]["conformal_auroc"] = ["auroc@simes@0.05"]  # a band the config lacks
     with pytest.raises(ConfigError, match="ranking/metric_groups/conformal_auroc.*did you mean 'auroc@dkwm@0.05'"):
-        check_selections(validate_config(config), "test")
+        validate_config(config, "test")

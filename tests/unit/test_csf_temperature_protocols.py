@@ -19,6 +19,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from csfbench.csf.engine import TuningSettings, fit_mode, flavours, score_mode, tuning_protocols
+from csfbench.csf.fit_settings import FitSettings
 from csfbench.csf.knn import knn_fit, knn_score
 from csfbench.csf.logit_methods import gen_grid
 from csfbench.csf.logit_scores import energy, softmax
@@ -29,7 +30,7 @@ from csfbench.csf.store import read_fit, write_fit
 from csfbench.csf.tuning import WORST, grid_search
 from csfbench.errors import ConfigError
 from csfbench.evaluation import COLUMNS
-from csfbench.workflow.grid import csf_fit_config, eval_datasets, eval_set_spec, ood_validation_set, used_splits
+from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config, schema_default, validate_config
 from csfbench.stages.csf import fit_csf, score_csf
 
@@ -285,7 +286,7 @@ def test_jobs_record_the_protocol_in_the_fit_and_in_every_metric_row(tmp_path):
     cfg["fixed"] = {"NNGuide": FIXED["NNGuide"]}
     cfg["tuning"].update(protocols=["bayes", "grid"], grids={"KNN": {"k": [2, 8, 32]}}, ood_validation="ood_val")
     fit = tmp_path / "fit.h5"
-    fit_csf(SPEC, cfg, "none", files["train"], files["val"], fit, files["ood_val"])
+    fit_csf(SPEC, FitSettings.from_config(cfg), "none", files["train"], files["val"], fit, files["ood_val"])
     with h5py.File(fit, "r") as fh:
         assert fh.attrs["ood_validation"] == "ood_val" and json.loads(fh.attrs["tuning_protocols"]) == ["bayes", "grid"]
         for mode in ("det", "mcd"):
@@ -314,7 +315,7 @@ def test_the_grid_protocol_job_refuses_a_missing_ood_validation_file(tmp_path):
     cfg["methods"] = ["KNN"]
     cfg["tuning"].update(protocols=["grid"], ood_validation="ood_val")
     with pytest.raises(ValueError, match="OOD validation set 'ood_val'"):
-        fit_csf(SPEC, cfg, "none", files["train"], files["val"], tmp_path / "fit.h5")
+        fit_csf(SPEC, FitSettings.from_config(cfg), "none", files["train"], files["val"], tmp_path / "fit.h5")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,22 +342,22 @@ def _with_ood_validation(demo, name="noise", protocols=("bayes", "grid")):
 def test_defaults_are_the_seed_papers_and_live_in_the_schema(demo):
     assert schema_default("csf/temperatures") == ["fitted"] and schema_default("csf/tuning/protocols") == ["bayes"]
     assert demo["csf"]["tuning"]["ood_validation"] == {} and demo["csf"]["tuning"]["grids"] == {}
-    cut = csf_fit_config(demo, "none", "demo10")
+    cut = Grid(demo).csf_fit_config("none", "demo10")
     assert cut["tuning"]["ood_validation"] is None and cut["tuning"]["protocols"] == ["bayes"]
 
 
 def test_the_ood_validation_set_is_extracted_for_the_fit_and_never_evaluated(demo):
     config = validate_config(_with_ood_validation(demo))
-    assert ood_validation_set(config, "demo10") == "noise"
-    assert "noise" not in eval_datasets(config, "demo10")
-    spec = eval_set_spec(config, "demo10", "noise")
+    assert Grid(config).ood_validation_set("demo10") == "noise"
+    assert "noise" not in Grid(config).eval_datasets("demo10")
+    spec = Grid(config).eval_set_spec("demo10", "noise")
     assert spec.shift_type == "semantic" and spec.dataset.name == "noise"
-    assert used_splits(config, "noise") == [config["datasets"]["noise"]["split"]]
-    assert csf_fit_config(config, "none", "demo10")["tuning"]["ood_validation"] == "noise"
+    assert Grid(config).used_splits("noise") == [config["datasets"]["noise"]["split"]]
+    assert Grid(config).csf_fit_config("none", "demo10")["tuning"]["ood_validation"] == "noise"
     # without the grid protocol the entry is not read
     bayes = validate_config(_with_ood_validation(demo, protocols=("bayes",)))
-    assert ood_validation_set(bayes, "demo10") is None
-    assert csf_fit_config(bayes, "none", "demo10")["tuning"]["ood_validation"] is None
+    assert Grid(bayes).ood_validation_set("demo10") is None
+    assert Grid(bayes).csf_fit_config("none", "demo10")["tuning"]["ood_validation"] is None
 
 
 @pytest.mark.parametrize("edit, fragments", [

@@ -6,12 +6,13 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
+from csfbench.errors import ConfigError
 from pylatexenc.latexwalker import LatexEnvironmentNode, LatexWalker
 
 from csfbench.aggregate.ranking import Analysis, rank_results, ranking_settings, run_analysis
 from csfbench.aggregate.selection import select_configurations
 from csfbench.report.figures import figure_settings, parse_variant, rc_curves, top_clique_membership
-from csfbench.workflow.targets import HEATMAP_FILES, heatmap_analysis, heatmap_input, heatmap_targets
+from csfbench.workflow.grid import HEATMAP_FILES, Grid
 from csfbench.stages.figures import write_conover_heatmap, write_rc_curves, write_top_clique_map
 from csfbench.report.tables import (
     best_metric_table,
@@ -249,17 +250,17 @@ def test_heatmap_analysis_defaults_to_the_first_column_of_the_top_clique_map():
     assert config["figures"]["heatmap"] == {"group": None, "backbone": None, "mcd": False, "source": None,
                                             "regime": "test"}
     first_backbone, first_source = next(iter(config["backbones"])), next(iter(config["sources"]))
-    assert heatmap_analysis(config) == Analysis("rc", first_backbone, False, first_source, "test")
-    assert heatmap_input(config) == f"results/tables/rankings/rc/{first_backbone}_det_{first_source}_test.json"
+    assert Grid(config).heatmap_analysis() == Analysis("rc", first_backbone, False, first_source, "test")
+    assert Grid(config).heatmap_input() == f"results/tables/rankings/rc/{first_backbone}_det_{first_source}_test.json"
     # the paper's Figure 2 cell: AUGRC alone
-    assert heatmap_analysis(_demo_config(group="augrc")).name == f"augrc/{first_backbone}_det_{first_source}_test"
+    assert Grid(_demo_config(group="augrc")).heatmap_analysis().name == f"augrc/{first_backbone}_det_{first_source}_test"
     chosen = _demo_config(group="aurc", backbone="vgg13", mcd=True, source="demo10", regime="near")
-    assert heatmap_analysis(chosen).name == "aurc/vgg13_mcd_demo10_near"
-    with pytest.raises(ValueError, match=r"figures.heatmap: the config ranks no analysis rc/vit_mcd_"):
-        heatmap_analysis(_demo_config(backbone="vit", mcd=True))  # the demo ViT has no MC-dropout models
-    with pytest.raises(ValueError, match="figures.heatmap: the config ranks no analysis nope/"):
-        heatmap_analysis(_demo_config(group="nope"))
-    assert heatmap_targets() == [HEATMAP_FILES["png"], HEATMAP_FILES["pdf"], HEATMAP_FILES["csv"]] == [
+    assert Grid(chosen).heatmap_analysis().name == "aurc/vgg13_mcd_demo10_near"
+    with pytest.raises(ConfigError, match=r"'figures/heatmap'.*found 'rc/vit_mcd_"):
+        _demo_config(backbone="vit", mcd=True)  # the demo ViT has no MC-dropout models
+    with pytest.raises(ConfigError, match="'figures/heatmap'.*found 'nope/"):
+        _demo_config(group="nope")
+    assert list(HEATMAP_FILES.values()) == [
         "results/figures/conover_heatmap.png", "results/figures/conover_heatmap.pdf",
         "results/tables/conover_heatmap.csv"]
 

@@ -113,7 +113,7 @@ def test_the_config_is_minimal_small_and_commented(written, tmp_path):
     assert schema()["properties"]["seed"]["description"] in described
     for section in ("geometry", "proximity", "shifts", "projnorm", "network_csf", "ranking", "figures", "resources"):
         assert re.search(rf"^  # {section} \(", text, flags=re.M), section
-    assert "# conformal (off unless enabled: true)" in text
+    assert "# conformal (runs when written, unless enabled: false)" in text
     assert f"--directory {tmp_path / 'run'} --configfile {output}" in text
 
 

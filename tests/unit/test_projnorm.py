@@ -7,7 +7,7 @@ import torch
 from scipy import stats
 
 
-from csfbench.workflow import grid
+from csfbench.workflow.grid import Grid
 from csfbench.data.base import ArrayImageSet
 from csfbench.evaluation import COLUMNS
 from csfbench.projnorm import baselines
@@ -193,15 +193,15 @@ def test_finetune_rejects_bad_labels(trained):
 def test_study_sets_and_partner():
     config = load_config(REPO / "tests/config/micro.yaml")
     model = "vgg13_dg_do1_rew2.2_run1"
-    assert grid.corruption_sets(config, "demo10") == [f"corrupt-contrast-{s}" for s in (1, 3, 5)]
-    assert grid.adversarial_sets(config, "demo10", model) == ["pgd-eps8"]
-    assert grid.adversarial_sets(config, "demo10", "vit_ce_do0_rew0_run1") == []
-    assert grid.projnorm_sets(config, "demo10", model) == ["test", "corrupt-contrast-1", "corrupt-contrast-3",
+    assert Grid(config).corruption_sets("demo10") == [f"corrupt-contrast-{s}" for s in (1, 3, 5)]
+    assert Grid(config).adversarial_sets("demo10", model) == ["pgd-eps8"]
+    assert Grid(config).adversarial_sets("demo10", "vit_ce_do0_rew0_run1") == []
+    assert Grid(config).projnorm_sets("demo10", model) == ["test", "corrupt-contrast-1", "corrupt-contrast-3",
                                                           "corrupt-contrast-5", "pgd-eps8"]
-    assert grid.agree_partner(config, model) == "vgg13_dg_do1_rew2.2_run2"
-    adv = grid.eval_set_spec(config, "demo10", "pgd-eps8", model)
+    assert Grid(config).agree_partner(model) == "vgg13_dg_do1_rew2.2_run2"
+    adv = Grid(config).eval_set_spec("demo10", "pgd-eps8", model)
     assert adv.shift_type == "adversarial" and adv.dataset.path.endswith(f"{model}/pgd-eps8")
-    assert grid.attack_spec(config, "pgd-eps8") == {"name": "pgd", "eps": 8.0, "steps": 3, "step_size": 2.5 * 8 / 3,
+    assert Grid(config).attack_spec("pgd-eps8") == {"name": "pgd", "eps": 8.0, "steps": 3, "step_size": 2.5 * 8 / 3,
                                                    "random_start": False}
     with pytest.raises(ValueError, match="the model must be given"):
-        grid.eval_set_spec(config, "demo10", "pgd-eps8")
+        Grid(config).eval_set_spec("demo10", "pgd-eps8")

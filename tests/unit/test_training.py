@@ -143,7 +143,7 @@ def test_vgg13_cross_entropy_paradigm_with_inverse_frequency_class_weights():
     torch's weighted cross-entropy with w_c ∝ 1/f_c of the training labels, normalised to mean 1."""
     import torch.nn.functional as F
 
-    from csfbench.workflow import grid
+    from csfbench.workflow.grid import Grid
     from csfbench.models import build_model
     from csfbench.workflow.settings import load_yaml, validate_config
     from csfbench.training.losses import inverse_frequency_weights
@@ -153,8 +153,9 @@ def test_vgg13_cross_entropy_paradigm_with_inverse_frequency_class_weights():
     config = load_yaml(REPO / "config/config.yaml")
     config["backbones"]["vgg13"]["paradigms"] = ["ce"]
     config["training"]["vgg13"]["ce"] = {"epochs": 2, "class_weights": "inverse_frequency"}
+    del config["shifts"]  # its study names a model of the demo's paradigms
     config = validate_config(config)
-    spec = grid.model_spec(config, "demo10", "vgg13_ce_do0_rew0_run1")
+    spec = Grid(config).model_spec("demo10", "vgg13_ce_do0_rew0_run1")
     assert spec.csf_backbone == "vit"  # no paradigm confidence head: no Confidence CSF
     labels = np.array([0] * 6 + [1] * 2 + list(range(2, 10)))
     (stage,) = build_stages(spec, 5, labels)
@@ -166,7 +167,7 @@ def test_vgg13_cross_entropy_paradigm_with_inverse_frequency_class_weights():
     weights = inverse_frequency_weights(labels, 10)
     assert weights.mean().item() == pytest.approx(1.0) and weights[0] < weights[1] < weights[2]
     torch.testing.assert_close(loss, F.cross_entropy(logits.float(), y, weight=weights))
-    plain = grid.model_spec(validate_config({**config, "training": {**config["training"], "vgg13": {
-        **config["training"]["vgg13"], "ce": {"epochs": 2}}}}), "demo10", "vgg13_ce_do0_rew0_run1")
+    plain = Grid(validate_config({**config, "training": {**config["training"], "vgg13": {
+        **config["training"]["vgg13"], "ce": {"epochs": 2}}}})).model_spec("demo10", "vgg13_ce_do0_rew0_run1")
     (stage,) = build_stages(plain, 5)
     torch.testing.assert_close(stage.loss(model, x, y, 0, stage.state)[0], F.cross_entropy(logits.float(), y))

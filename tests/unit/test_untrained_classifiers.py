@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from csfbench.workflow import grid
+from csfbench.workflow.grid import Grid
 from csfbench.data.formats import open_dataset
 from csfbench.errors import CheckpointError, ConfigError, DatasetError
 from csfbench.features.extract import predict
@@ -47,23 +47,23 @@ def weights(tmp_path_factory):
 
 def test_backbone_sources_select_the_models_of_a_source(weights):
     config = _config(weights[0])
-    assert [str(m) for m in grid.model_ids(config, "pretrain20")] == [
+    assert [str(m) for m in Grid(config).model_ids("pretrain20")] == [
         "tiny_pretrained_do0_rew0_run1", "tiny_pretrained_do0_rew0_run2", "tiny_random_do0_rew0_run1",
         "tiny_random_do0_rew0_run2"]
-    assert all(m.backbone in ("vgg13", "vit") for m in grid.model_ids(config, "demo10"))
+    assert all(m.backbone in ("vgg13", "vit") for m in Grid(config).model_ids("demo10"))
 
 
 def test_library_model_spec_and_its_json(weights):
     config = _config(weights[0])
-    spec = grid.model_spec(config, "pretrain20", "tiny_pretrained_do0_rew0_run1")
+    spec = Grid(config).model_spec("pretrain20", "tiny_pretrained_do0_rew0_run1")
     assert spec.library == "timm" and spec.weights == {"file": str(weights[0]), "num_classes": 20}
     assert spec.geometry == {"mode": "stretch", "crop_pct": 1.0, "interpolation": "bilinear"}
     assert spec.csf_backbone == "vit" and spec.modes == ("det",) and spec.optim == {}
     assert ModelSpec.from_json(spec.to_json()) == spec
-    random = grid.model_spec(config, "pretrain20", "tiny_random_do0_rew0_run2")
+    random = Grid(config).model_spec("pretrain20", "tiny_random_do0_rew0_run2")
     assert random.weights is None and random.run == 2
     # a built-in model's JSON has none of the new fields (existing results are not rerun)
-    vgg = grid.model_spec(config, "demo10", grid.model_ids(config, "demo10")[0])
+    vgg = Grid(config).model_spec("demo10", Grid(config).model_ids("demo10")[0])
     assert vgg.library is None and vgg.geometry is None and vgg.loader_geometry == {}
     assert not {"library", "weights", "geometry"} & set(vgg.to_dict())
 
@@ -71,7 +71,7 @@ def test_library_model_spec_and_its_json(weights):
 def test_preprocessing_is_read_from_the_weights_own_config_where_the_config_leaves_it_null():
     config = _config(None, paradigms=("random",),
                      eval={"geometry": None, "crop_pct": None, "interpolation": None, "normalize": None})
-    spec = grid.model_spec(config, "pretrain20", "tiny_random_do0_rew0_run1")
+    spec = Grid(config).model_spec("pretrain20", "tiny_random_do0_rew0_run1")
     # timm's pretrained config of vit_tiny_patch16_224 (augreg): mean = std = 0.5, bicubic, crop 0.9
     assert spec.normalize == {"mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]}
     assert spec.geometry == {"mode": "resize_crop", "crop_pct": 0.9, "interpolation": "bicubic"}
@@ -83,7 +83,7 @@ def test_config_errors_name_the_key(weights):
     config = _config(weights[0])
     config["backbones"]["tiny"]["weights"]["num_classes"] = 1000
     with pytest.raises(ConfigError, match="backbones/tiny/weights/num_classes.*its own head"):
-        grid.model_spec(config, "pretrain20", "tiny_pretrained_do0_rew0_run1")
+        Grid(config).model_spec("pretrain20", "tiny_pretrained_do0_rew0_run1")
     raw = load_yaml(REPO / "config/config.yaml")
     raw["backbones"]["vgg13"]["sources"] = ["demo99"]
     with pytest.raises(ConfigError, match="backbones/vgg13/sources"):
@@ -94,14 +94,14 @@ def test_pretrained_checkpoint_holds_the_weights_and_random_is_seeded_by_the_run
     path, reference = weights
     config = _config(path)
     x = torch.randn(3, 3, 32, 32)
-    spec = grid.model_spec(config, "pretrain20", "tiny_pretrained_do0_rew0_run1")
+    spec = Grid(config).model_spec("pretrain20", "tiny_pretrained_do0_rew0_run1")
     materialise(spec, tmp_path / "p.pt", tmp_path / "p.csv")
     model = load_checkpoint(spec, tmp_path / "p.pt")
     torch.testing.assert_close(model.head(model.encoder(x)), reference(x), rtol=1e-5, atol=1e-5)
     assert (tmp_path / "p.csv").read_text().splitlines()[1].startswith("pretrained,0,")
     outputs = []
     for run in (1, 1, 2):
-        random = grid.model_spec(config, "pretrain20", f"tiny_random_do0_rew0_run{run}")
+        random = Grid(config).model_spec("pretrain20", f"tiny_random_do0_rew0_run{run}")
         materialise(random, tmp_path / f"r{run}.pt", tmp_path / f"r{run}.csv")
         m = load_checkpoint(random, tmp_path / f"r{run}.pt")
         outputs.append(m.head(m.encoder(x)))
@@ -112,7 +112,7 @@ def test_pretrained_checkpoint_holds_the_weights_and_random_is_seeded_by_the_run
 def test_a_weights_file_of_another_network_is_named(weights, tmp_path):
     bad = tmp_path / "bad.pth"
     torch.save({"conv.weight": torch.zeros(2)}, bad)
-    spec = grid.model_spec(_config(bad), "pretrain20", "tiny_pretrained_do0_rew0_run1")
+    spec = Grid(_config(bad)).model_spec("pretrain20", "tiny_pretrained_do0_rew0_run1")
     with pytest.raises(CheckpointError, match="bad.pth"):
         build_model(spec)
 
@@ -130,10 +130,10 @@ def test_label_space_settings_and_eval_set_json():
     raw = load_yaml(REPO / "config/config.yaml")
     raw["sources"]["demo10"]["ood"]["near"].update(label_space=[0, 3], logit_mask="restrict")
     config = validate_config(copy.deepcopy(raw))
-    spec = grid.eval_set_spec(config, "demo10", "near")
+    spec = Grid(config).eval_set_spec("demo10", "near")
     assert spec.label_space == (0, 3) and spec.logit_mask == "restrict"
     assert EvalSet.from_json(spec.to_json()) == spec
-    assert "label_space" not in grid.eval_set_spec(config, "demo10", "noise").to_dict()
+    assert "label_space" not in Grid(config).eval_set_spec("demo10", "noise").to_dict()
     raw["sources"]["demo10"]["ood"]["near"]["label_space"] = [0, 10]
     with pytest.raises(ConfigError, match="sources/demo10/ood/near/label_space"):
         validate_config(copy.deepcopy(raw))
@@ -171,7 +171,7 @@ def test_feature_stage_with_a_restricted_set_stores_predictions_in_its_label_spa
     from csfbench.specs import DatasetSpec
     from csfbench.stages.features import extract
 
-    spec = grid.model_spec(_config(weights[0]), "pretrain20", "tiny_pretrained_do0_rew0_run1")
+    spec = Grid(_config(weights[0])).model_spec("pretrain20", "tiny_pretrained_do0_rew0_run1")
     materialise(spec, tmp_path / "model.pt", tmp_path / "model.csv")
     space = (2, 5, 11)
     rng = np.random.default_rng(0)

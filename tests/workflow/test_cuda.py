@@ -10,7 +10,8 @@ import h5py
 import pytest
 import torch
 
-from csfbench.workflow import grid, paths
+from csfbench.workflow import paths
+from csfbench.workflow.grid import Grid, generated_set_folder
 from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, snakemake
@@ -23,7 +24,7 @@ def test_micro_config_runs_on_the_gpu(tmp_path):
     proc = snakemake("--cores", 4, "--resources", "gpu=1", "--configfile", MICRO, workdir=tmp_path, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-5000:]
     config = load_config(MICRO)
-    for source, model in grid.iter_models(config):
+    for source, model in Grid(config).iter_models():
         log = (tmp_path / paths.log("train", f"{source}/{model}")).read_text()
         assert " on cuda (autocast torch.bfloat16)" in log or " on cuda (autocast torch.float16)" in log, \
             f"{model} did not train on the GPU under mixed precision:\n{log[-2000:]}"
@@ -34,9 +35,9 @@ def test_micro_config_runs_on_the_gpu(tmp_path):
         for log_name in ("fit", "sets/test"):
             log = (tmp_path / paths.log("network_csf", f"{source}/{model}/{log_name}")).read_text()
             assert " on cuda" in log, f"{model}: network_csf {log_name} did not run on the GPU:\n{log[-2000:]}"
-    for source, model in grid.study_models(config):
-        for dataset in grid.adversarial_sets(config, source, model):
-            folder = grid.generated_set_folder(source, dataset, model)
+    for source, model in Grid(config).study_models():
+        for dataset in Grid(config).adversarial_sets(source, model):
+            folder = generated_set_folder(source, dataset, model)
             assert (tmp_path / paths.npy_file(folder, "images")).is_file()
             log = (tmp_path / paths.log("adversarial", f"{source}/{model}/{dataset}")).read_text()
             assert " on cuda" in log, f"{model}/{dataset}: the attack did not run on the GPU:\n{log[-2000:]}"

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from csfbench.workflow.grid import iter_models
+from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config
 from csfbench.geometry.neural_collapse import METRICS, REGIMES
 
@@ -19,7 +19,7 @@ def run(tmp_path_factory):
 
 def test_every_model_has_an_nc_record_and_the_source_an_nc_table(run):
     config = load_config(MICRO)
-    models = [m for _, m in iter_models(config)]
+    models = [m for _, m in Grid(config).iter_models()]
     for model in models:
         records = pd.read_csv(run / f"geometry/demo10/{model}/nc.csv")
         assert len(records) == len(REGIMES) * len(METRICS) and set(records["model"]) == {str(model)}

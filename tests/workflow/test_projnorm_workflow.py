@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from csfbench.workflow import grid, paths
+from csfbench.workflow import paths
+from csfbench.workflow.grid import Grid, generated_set_folder
 from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
 from csfbench.workflow.settings import load_config
@@ -46,7 +47,7 @@ def test_generated_sets_are_datasets_of_the_study_model(study):
 
 def test_projnorm_results_tables_and_rows(study):
     config = load_config(MICRO)
-    sets = grid.projnorm_sets(config, SOURCE, MODEL)
+    sets = Grid(config).projnorm_sets(SOURCE, MODEL)
     for dataset in sets:
         result = json.loads((study / f"projnorm/{SOURCE}/{MODEL}/{dataset}.json").read_text())
         assert result["projnorm"] > 0 and result["n"] == 100

@@ -15,8 +15,7 @@ from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
 from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS
 from csfbench.features.store import validate_feature_file
-from csfbench.workflow.grid import (adversarial_sets, corruption_sets, eval_datasets, iter_models, projnorm_sets,
-                           scored_datasets, study_models)
+from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
@@ -35,13 +34,13 @@ def micro_run(tmp_path_factory):
 def test_micro_config_runs_end_to_end_through_metrics(micro_run):
     workdir, seconds, _ = micro_run
     config = load_config(MICRO)
-    expected = [workdir / paths.features(s, str(m), d) for s, m in iter_models(config)
-                for d in eval_datasets(config, s)]
+    expected = [workdir / paths.features(s, str(m), d) for s, m in Grid(config).iter_models()
+                for d in Grid(config).eval_datasets(s)]
     assert len(expected) == 15
     for path in expected:
         attrs = validate_feature_file(path, expect={"model": path.parent.name, "dataset": path.stem})
         assert attrs["git_commit"] and attrs["config_hash"]
-    for source, model in iter_models(config):
+    for source, model in Grid(config).iter_models():
         assert (workdir / paths.checkpoint(source, str(model))).is_file()
         assert (workdir / paths.log("train", f"{source}/{model}")).read_text().count("epoch") >= 1
         assert (workdir / paths.benchmark("train", f"{source}/{model}")).is_file()
@@ -53,7 +52,7 @@ def test_micro_config_runs_end_to_end_through_metrics(micro_run):
 def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
     workdir, _, _ = micro_run
     config = load_config(MICRO)
-    for source, model in iter_models(config):
+    for source, model in Grid(config).iter_models():
         backbone = model.backbone
         n_variants = 0
         for group in config["csf"]["groups"]:
@@ -65,7 +64,7 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
             # one metrics file and one scores file per (model, fit group), covering every scored set
             table = pd.read_parquet(workdir / paths.metrics(source, str(model), group))
             assert list(table.columns) == COLUMNS
-            assert set(table["dataset"]) == set(scored_datasets(config, source, model))
+            assert set(table["dataset"]) == set(Grid(config).scored_datasets(source, model))
             for dataset in ("val", "test", "near", "noise"):
                 rows = table[table["dataset"] == dataset]
                 scores, attrs = read_scores(workdir / paths.scores(source, str(model), group), dataset)
@@ -90,11 +89,11 @@ def test_network_pass_csfs_join_the_scores_metrics_and_results(micro_run):
     config = load_config(MICRO)
     names = set(config["network_csf"]["methods"])
     assert names == {"ODIN-IP", "GRAM", "RankFeat"}
-    for source, model in iter_models(config):
+    for source, model in Grid(config).iter_models():
         assert (workdir / paths.network_fit(source, str(model))).is_file()
         table = pd.read_parquet(workdir / paths.metrics(source, str(model), paths.NETWORK_GROUP))
         assert list(table.columns) == COLUMNS and set(table["csf"]) == names
-        assert set(table["dataset"]) == set(scored_datasets(config, source, model))
+        assert set(table["dataset"]) == set(Grid(config).scored_datasets(source, model))
         assert set(table["variant"]) == {"none"} and not table["mcd"].any()
         assert dict(zip(table["csf"], table["tuning_protocol"])) == {"ODIN-IP": "id_grid", "GRAM": "none",
                                                                       "RankFeat": "none"}
@@ -131,9 +130,9 @@ def test_conformal_stage_writes_bands_rows_prediction_sets_and_report_files(micr
     rows = results[results["scheme"] == "conformal"]
     assert set(rows["calibration"]) == {"test"} and set(rows["n_cal"]) == {n_cal}
     assert results.loc[results["scheme"] != "conformal", "conformal_method"].isna().all()
-    for source, model in iter_models(config):
+    for source, model in Grid(config).iter_models():
         mine = rows[(rows["backbone"] == model.backbone) & (rows["paradigm"] == model.paradigm)]
-        shifted = {d for d in scored_datasets(config, source, model) if d not in ("val", "test")}
+        shifted = {d for d in Grid(config).scored_datasets(source, model) if d not in ("val", "test")}
         assert set(mine["dataset"]) == shifted
         other = results[(results["scheme"] == "newclass") & (results["backbone"] == model.backbone)
                         & (results["paradigm"] == model.paradigm)]
@@ -168,9 +167,9 @@ def test_pair_analyses_check_every_cell_and_write_their_tables(micro_run):
     workdir, _, _ = micro_run
     config = load_config(MICRO)
     cells = pd.read_csv(workdir / paths.analysis_table("decomposition", "demo10"))
-    covariate = sorted(corruption_sets(config, "demo10"))
+    covariate = sorted(Grid(config).corruption_sets("demo10"))
     pairs = {(i, o) for i in ["test", *covariate] for o in ("near", "noise")}
-    study = {str(m) for s, m in study_models(config)}
+    study = {str(m) for s, m in Grid(config).study_models()}
     for model, part in cells.groupby("model"):
         expected = pairs if model in study else {(i, o) for i, o in pairs if i == "test"}
         assert set(zip(part["id_set"], part["ood_set"])) == expected, model
@@ -281,17 +280,17 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     out = proc.stdout + proc.stderr
     total = int(re.search(r"^total\s+(\d+)", out, re.M).group(1))
     config = load_config(REPO / "config/paper.yaml")
-    n_models = len(list(iter_models(config)))
-    n_features = sum(len(eval_datasets(config, s, m)) for s, m in iter_models(config))
+    n_models = len(list(Grid(config).iter_models()))
+    n_features = sum(len(Grid(config).eval_datasets(s, m)) for s, m in Grid(config).iter_models())
     n_groups = len(config["csf"]["groups"])
     n_fits = n_models * n_groups
     n_scores = n_models * n_groups  # score_csf: one job per (model, fit group) over every set but the training split
     # the shift study's own jobs: corrupt_set per source and set, adversarial_set, projnorm_reference and
     # projnorm_shift per model and set, projnorm_evaluate per source (AgreeScore partners are in the grid)
-    study = study_models(config)
+    study = Grid(config).study_models()
     study_sources = {s for s, _ in study}
-    total -= (sum(len(corruption_sets(config, s)) for s in study_sources) + len(study_sources)
-              + sum(len(adversarial_sets(config, s, m)) + len(projnorm_sets(config, s, m)) + 1 for s, m in study))
+    total -= (sum(len(Grid(config).corruption_sets(s)) for s in study_sources) + len(study_sources)
+              + sum(len(Grid(config).adversarial_sets(s, m)) + len(Grid(config).projnorm_sets(s, m)) + 1 for s, m in study))
     # neural collapse (nc_metrics per model, nc_table per source) and proximity (embed + regimes per source)
     total -= n_models + 3 * len(config["sources"])
     # rankings, figures and tables: rank_csfs, clique_layer_table, best_metric_table and
@@ -324,9 +323,9 @@ def test_imagenet_scale_configs_dry_run_without_data_and_fail_fast_with_the_data
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     config = load_config(config_file)
-    models = list(iter_models(config))
+    models = list(Grid(config).iter_models())
     assert int(re.search(r"^train\s+(\d+)", out, re.M).group(1)) == len(models)
-    features = sum(len(eval_datasets(config, s, m)) for s, m in models)
+    features = sum(len(Grid(config).eval_datasets(s, m)) for s, m in models)
     assert int(re.search(r"^extract_features\s+(\d+)", out, re.M).group(1)) == features
     paradigms = {m.paradigm for _, m in models}
     assert paradigms >= ({"pretrained", "random"} if name == "imagenet" else {"pretrained", "dg"})

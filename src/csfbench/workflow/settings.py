@@ -8,7 +8,7 @@ rule) are checked here too, with errors that name the key path, what was expecte
 """
 from __future__ import annotations
 
-import copy
+import difflib
 import json
 import os
 from pathlib import Path
@@ -17,11 +17,17 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
+from csfbench.aggregate.ranking import REGIMES, ranking_settings
 from csfbench.errors import ConfigError, ConfigFileError
+from csfbench.evaluation import FPR_METRIC, conformal_metric
+from csfbench.metrics import DEFAULT_METRICS as METRICS
+from csfbench.report.figures import group_of, parse_variant
+from csfbench.specs import SPLITS
+from csfbench.workflow.grid import Grid, stage_enabled
+from csfbench.workflow.merge import deep_merge
 from csfbench.metrics.conformal import ASYMPTOTIC_METHODS, MIN_N_ASYMPTOTIC
 
 SCHEMA_PATH = Path(__file__).with_name("schema.yaml")  # symlink to config/schema.yaml
-SPLITS = ("train", "val", "test")
 
 
 def load_yaml(path: str | Path) -> Any:
@@ -70,16 +76,6 @@ def schema_default(key_path: str) -> Any:
         node = node["properties"][key]
     return json.loads(json.dumps(node["default"]))
 
-
-def deep_merge(base: dict, override: dict) -> dict:
-    """A copy of ``base`` with ``override`` merged in recursively (override wins)."""
-    out = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def _missing(error: jsonschema.ValidationError) -> list[str]:
@@ -141,6 +137,8 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     _check_references(config, origin)
     _check_conformal(config, origin)
     _check_analyses(config, origin)
+    _check_ranking(config["ranking"], origin)
+    _check_selections(Grid(config), origin)
     if rules is not None:
         _check_resource_rules(config["resources"], sorted(rules), origin)
     return config
@@ -226,7 +224,7 @@ def _check_references(config: dict, origin: str) -> None:
         for paradigm in bcfg["paradigms"]:
             if paradigm not in training:
                 raise ConfigError(f"training/{backbone}/{paradigm}", "settings for an enabled paradigm", None, origin)
-    if "pretrain" in config and config["pretrain"]["dataset"] not in datasets:
+    if stage_enabled(config, "pretrain") and config["pretrain"]["dataset"] not in datasets:
         raise ConfigError("pretrain/dataset", f"a dataset of {sorted(datasets)}", config["pretrain"]["dataset"], origin)
     _check_written_paths(config, origin)
     _check_csf_names(config["csf"], origin)
@@ -243,7 +241,7 @@ def _check_written_paths(config: dict, origin: str) -> None:
     """The workflow writes only under ``results/``: the pretrained ViT file is the output of rule
     ``pretrain_vit`` when a ``pretrain`` section is present, and ``data_root`` is where the demo generator
     writes; either pointing outside ``results/`` (e.g. at a user's own weights or data) is an error."""
-    if "pretrain" in config:
+    if stage_enabled(config, "pretrain"):
         vit = config["backbones"].get("vit")
         if vit is None or "pretrained" not in vit:
             raise ConfigError("backbones/vit/pretrained", "a pretrained file for rule pretrain_vit to write "
@@ -252,7 +250,7 @@ def _check_written_paths(config: dict, origin: str) -> None:
             raise ConfigError("backbones/vit/pretrained/file", "a path under results/: with a `pretrain` section "
                               "it is the output of rule pretrain_vit (drop `pretrain` to use existing weights)",
                               vit["pretrained"]["file"], origin)
-    if "demo" in config and not _under_results(config["data_root"]):
+    if stage_enabled(config, "demo") and not _under_results(config["data_root"]):
         raise ConfigError("data_root", "a folder under results/: the demo generator writes its data there",
                           config["data_root"], origin)
 
@@ -322,7 +320,9 @@ def _check_conformal(config: dict, origin: str) -> None:
     on which temperatures, projection variances and hyper-parameters are fitted), large enough for its bands;
     the GRAM conformity score needs the GRAM fit of the network-pass stage."""
     conformal = config["conformal"]
-    if conformal["enabled"] and "gram" in conformal["prediction_sets"]["scores"] \
+    if not conformal["enabled"]:
+        return
+    if "gram" in conformal["prediction_sets"]["scores"] \
             and "GRAM" not in config["network_csf"]["methods"]:
         raise ConfigError("conformal/prediction_sets/scores", "no 'gram' unless network_csf.methods holds GRAM (the "
                           "class-dependent GRAM score uses its fit)", conformal["prediction_sets"]["scores"], origin)
@@ -343,6 +343,8 @@ def _check_analyses(config: dict, origin: str) -> None:
     from csfbench.csf.registry import BY_NAME
 
     analyses = config["analyses"]
+    if not analyses["enabled"]:
+        return
     named = [("analyses/reference_csf", analyses["reference_csf"])]
     named += [(f"analyses/csfs/{i}", name) for i, name in enumerate(analyses["csfs"] or ())]
     for key, name in named:
@@ -352,6 +354,70 @@ def _check_analyses(config: dict, origin: str) -> None:
         for role, allowed in (("id", ["test", *config["datasets"]]), ("ood", list(config["datasets"]))):
             if pair[role] not in allowed:
                 raise ConfigError(f"analyses/pairs/{i}/{role}", f"one of {sorted(allowed)}", pair[role], origin)
+
+
+def _check_ranking(ranking: dict, origin: str) -> None:
+    """The ranking section's cross-key rules (a failure scheme for every shift type, one orientation and one
+    kind of metric per group), with :func:`csfbench.aggregate.ranking.ranking_settings`'s own checks."""
+    try:
+        ranking_settings(ranking)
+    except ValueError as err:
+        key, _, problem = str(err).partition(": ")
+        raise ConfigError(key.replace(".", "/"), problem, "see the message", origin) from None
+
+
+def _check_selections(grid: Grid, origin: str) -> None:
+    """Names that select parts of the grid must exist, or a typo would silently shrink the study:
+    ``shifts.sources``/``shifts.models``, ``figures.rc_curves.models``, the metrics of
+    ``ranking.metric_groups`` (a conformal metric of a configured band and δ included) and
+    ``figures.table_metric``; the figures must draw what the grid computes (the clique map's metric group,
+    the fit groups of the drawn CSFs, the heatmap's ranking cell).  Raises ConfigError naming the key, the
+    valid names and, where there is one, the closest match."""
+    config = grid.config
+    sources = grid.sources
+    models = {str(m) for _, m in grid.iter_models()}
+    if grid.enabled("shifts"):
+        for source in config["shifts"].get("sources", []):
+            _require(source, sources, "shifts/sources", origin)
+        for model in config["shifts"].get("models", []):
+            _require(model, models, "shifts/models", origin)
+    figures = config["figures"]
+    for source, model in figures["rc_curves"]["models"].items():
+        _require(source, sources, f"figures/rc_curves/models/{source}", origin)
+        _require(model, grid.models(source), f"figures/rc_curves/models/{source}", origin)
+    conformal = config["conformal"]
+    corrected = [conformal_metric(base, method, delta) for base in ("auroc", *FPR_METRIC.values())
+                 for method in conformal["methods"] for delta in conformal["delta"]] if conformal["enabled"] else []
+    for group, metrics in config["ranking"]["metric_groups"].items():
+        for metric in metrics:
+            _require(metric, [*METRICS, *corrected], f"ranking/metric_groups/{group}", origin)
+    _require(figures["table_metric"], METRICS, "figures/table_metric", origin)
+    _require(figures["clique_map_group"], list(config["ranking"]["metric_groups"]), "figures/clique_map_group",
+             origin)
+    drawn = [("figures/rc_curves/csfs", name) for name in figures["rc_curves"]["csfs"]]
+    if conformal["enabled"]:
+        drawn.append(("conformal/figure/csf", conformal["figure"]["csf"]))
+    for key, name in drawn:
+        if name in config["network_csf"]["methods"]:
+            continue
+        group = group_of(parse_variant(name)[1])
+        if group not in config["csf"]["groups"]:
+            raise ConfigError(key, f"a CSF variant of a fit group in csf/groups {config['csf']['groups']} (or of "
+                              f"network_csf/methods): {name!r} needs fit group {group!r}", name, origin)
+    cell = grid.heatmap_analysis()
+    if cell not in grid.analyses():
+        raise ConfigError("figures/heatmap", f"a ranking cell the config ranks (metric groups "
+                          f"{sorted(config['ranking']['metric_groups'])}, backbones {grid.backbones}, sources "
+                          f"{sources}, regimes {list(REGIMES)}; mcd only for a backbone with dropout models and "
+                          "mcd_samples > 0)", cell.name, origin)
+
+
+def _require(name: str, valid, key: str, origin: str) -> None:
+    if name not in valid:
+        lower = {str(v).lower(): v for v in valid}
+        close = difflib.get_close_matches(str(name).lower(), list(lower), n=1)
+        hint = f" (did you mean {lower[close[0]]!r}?)" if close else ""
+        raise ConfigError(key, f"one of {sorted(valid)}{hint}", name, origin)
 
 
 def loader_workers(num_workers: int | None, threads: int) -> int:
