@@ -6,12 +6,12 @@ features of the same variant (every statistic is refitted in the variant's featu
 authors' code),
 and ``score(state, view, ctx, hp) -> confidence`` (N,), **higher = more confident / more ID**.
 ``space`` is the hyper-parameter search space tuned on validation; an upper bound of
-``"n_classes"`` means C.  The seed paper's CSFs give 83 non-MCD variants for a CNN paradigm and 82 for
+``"n_classes"`` means C.  Claros-Olivares & Brockmeier's CSFs give 83 non-MCD variants for a CNN paradigm and 82 for
 a ViT (no paradigm confidence head), tested against the support matrix of docs/methods.md; the
 post-hoc detectors of ICONIC-444 and ImageNet-OOD add 15 more, on the unprojected outputs only.
 
-Flavours: a CSF that reads a temperature (``uses_temperature``) runs at the validation-fitted T of the
-seed paper and/or at T = 1 (ICONIC-444, ImageNet-OOD), and a CSF with a published ``grid`` is tuned by
+Flavours: a CSF that reads a temperature (``uses_temperature``) runs at the validation-fitted T of
+Claros-Olivares & Brockmeier and/or at T = 1 (ICONIC-444, ImageNet-OOD), and a CSF with a published ``grid`` is tuned by
 Bayesian optimisation of validation −AUGRC and/or by ICONIC-444's grid search; each flavour other than
 (fitted T, Bayesian optimisation) is a CSF of its own under :func:`flavour_name` (``MLS@T1``,
 ``KNN@grid``), so every results table keys it apart (:mod:`csfbench.csf.engine`, docs/methods.md §3.1–3.2).
@@ -134,10 +134,6 @@ def _head_for_subspace(view, ctx):
     return ctx.weight, ctx.bias, view.logits
 
 
-def _class_column(name: str) -> Callable:
-    return lambda state, view, ctx, hp: view.columns[name].max(1)
-
-
 def _cos_score(directions: Callable, class_column: str) -> Callable:
     """Cosine scores max_k cos(d_k, h), higher = closer in angle to a class direction = more ID.
 
@@ -203,7 +199,7 @@ def _gradnorm_score(state, view, ctx, hp):
 
     Under MC dropout the unprojected view holds h̄, the features averaged over the passes, and z̄, the
     mean of the per-pass logits, which is W h̄ + b for the linear head: GradNorm of the averaged
-    features, as the seed paper's authors compute it (Claros-Olivares & Brockmeier; their
+    features, as Claros-Olivares & Brockmeier compute it (their
     ``src/utils_funcs.py``: ``mcd_function(gradnorm.get_scores, encoded_distribution, temperature=T)``,
     the pass-mean of the features, then GradNorm with the head's logits).  It does not use
     ``view.probs``, which there is the mean of the per-pass softmaxes (the MSR/PE input).
@@ -323,10 +319,10 @@ _TAGS = {"one": "@T1", "grid": "@grid"}
 
 
 def flavour_name(name: str, temperature: str = "fitted", protocol: str = "bayes") -> str:
-    """The result name of CSF ``name`` run at ``temperature`` and tuned by ``protocol``: the seed paper's
-    (fitted T, Bayesian optimisation) keeps the bare name; T = 1 appends ``@T1``, the grid protocol ``@grid``
-    (``"GEN@T1@grid"``: ICONIC-444's GEN).  The CSF name column of the scores and metric rows carries it, so
-    the results table, rankings and figures tell the flavours apart with no special case."""
+    """The result name of CSF ``name`` run at ``temperature`` and tuned by ``protocol``: Claros-Olivares &
+    Brockmeier's (fitted T, Bayesian optimisation) keeps the bare name; T = 1 appends ``@T1``, the grid
+    protocol ``@grid`` (``"GEN@T1@grid"``: ICONIC-444's GEN).  The CSF name column of the scores and metric
+    rows carries it, so the results table, rankings and figures tell the flavours apart with no special case."""
     return name + _TAGS.get(temperature, "") + _TAGS.get(protocol, "")
 
 

@@ -96,18 +96,3 @@ class SubsetImageSet(ImageSet):
 
     def image(self, index: int) -> np.ndarray:
         return self.parent.image(int(self.indices[index]))
-
-
-class ConcatImageSet(ImageSet):
-    """Several image sets one after the other (e.g. the train and test files of a dataset)."""
-
-    def __init__(self, parts: Sequence[ImageSet], name: str):
-        self.parts = list(parts)
-        self.name = name
-        self.labels = np.concatenate([p.labels for p in self.parts]).astype(np.int64)
-        self.sample_ids = np.concatenate([p.sample_ids for p in self.parts]).astype(str)
-        self._offsets = np.cumsum([0] + [len(p) for p in self.parts])
-
-    def image(self, index: int) -> np.ndarray:
-        part = int(np.searchsorted(self._offsets, index, side="right") - 1)
-        return self.parts[part].image(index - int(self._offsets[part]))

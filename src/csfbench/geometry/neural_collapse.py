@@ -72,8 +72,6 @@ SELF_DUALITY = "Self Duality"
 #: All eight metrics, in the row order of the module docstring's table.
 METRICS = (EQNORM_MEANS, EQNORM_WEIGHTS, EQANG_MEANS, EQANG_WEIGHTS, MAX_EQANG_MEANS, MAX_EQANG_WEIGHTS,
            VAR_COLLAPSE, SELF_DUALITY)
-#: The feature metrics, in the column order of Table 7 (a, b); they depend on the regime.
-MEAN_METRICS = (EQNORM_MEANS, EQANG_MEANS, MAX_EQANG_MEANS, VAR_COLLAPSE, SELF_DUALITY)
 #: The classifier-weight metrics, in the column order of Table 7 (c); regime-independent.
 WEIGHT_METRICS = (EQNORM_WEIGHTS, EQANG_WEIGHTS, MAX_EQANG_WEIGHTS)
 #: The value of every metric under perfect neural collapse (lower = more collapse for all eight).

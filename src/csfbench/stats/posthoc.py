@@ -8,7 +8,7 @@ This is exactly ``scikit_posthocs.posthoc_conover_friedman``, which is what we c
 against the formula). Orientation as everywhere in :mod:`csfbench.stats`: lower value = better.
 
 Multiplicity (``p_adjust``): ``"none"`` (the **default**) returns the unadjusted p-values; it is what
-the seed paper's code ran and the only mode that reproduces its published cliques (Figure 2, Table 6).
+Claros-Olivares & Brockmeier's code ran and the only mode that reproduces its published cliques (Figure 2, Table 6).
 ``"holm"`` applies Holm's step-down correction over the k(k−1)/2 pairs, which is what the paper's
 text says it did.  (The standard error printed in the paper's App. C is Nemenyi's; with it the
 published cliques do not come out either.)

@@ -13,8 +13,8 @@ depend on the row order of the table. Non-finite statistics (degenerate data) ar
 **Omnibus gate.** The omnibus test is the Iman–Davenport F at the same ``alpha`` as the indifference
 graph; ``omnibus.rejected`` is ``p_F < alpha`` (an infinite F, every block ranking the entities alike,
 has p = 0 and rejects) and is recorded in every result. With ``omnibus_gate=False`` (the default) the
-post-hoc step runs whatever the omnibus p-value, as the seed paper's code did and as its published
-cliques need. With ``omnibus_gate=True`` (the protocol the paper's text states, App. C: pairwise
+post-hoc step runs whatever the omnibus p-value, as Claros-Olivares & Brockmeier's code did and as
+their published cliques need. With ``omnibus_gate=True`` (the protocol the paper's text states, App. C: pairwise
 comparisons only once the null of equal average ranks is rejected) and an omnibus test that does not
 reject, every entity is indifferent to every other: ``cliques`` is one clique of all entities,
 ``layers`` is one layer of all entities whose ``mean_rank`` is the mean of their mean ranks, (k+1)/2,

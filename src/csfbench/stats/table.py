@@ -8,7 +8,7 @@ value (lower = better by default). Rules:
   (block, entity) rows are errors (:class:`StatsInputError`; average or filter duplicates first);
 - **incomplete blocks** (some entity has no value in them) are **dropped** with a
   :class:`IncompleteBlocksWarning` listing each dropped block and its missing entities — the
-  complete-block design of the seed paper's code; they are also returned;
+  complete-block design of Claros-Olivares & Brockmeier's code; they are also returned;
 - fewer than 2 entities or fewer than 2 complete blocks are errors.
 
 Entities are named by ``str(value)``; rows and columns of the matrix are sorted (blocks by their key
