@@ -138,7 +138,7 @@ def write_grid(config: dict, scale: float, folder: Path, seed: int = 0) -> tuple
 
 
 def baseline_rankings(table: pd.DataFrame, config: dict, settings: dict) -> dict[str, list[str]]:
-    """Naive pandas: select on the whole table, then the seed paper's per-cell loop (boolean masks on
+    """Naive pandas: select on the whole table, then Claros-Olivares & Brockmeier's per-cell loop (boolean masks on
     every selected row, pivot_table, Conover, cliques); returns each cell's top clique."""
     import scikit_posthocs as sp
 

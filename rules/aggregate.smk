@@ -1,5 +1,5 @@
 # Aggregation: the results table (with the proximity stage's regimes) and the validation-based model
-# selection (as the seed paper's code selects, per metric: the dropout/reward configuration with the best
+# selection (as Claros-Olivares & Brockmeier's code selects, per metric: the dropout/reward configuration with the best
 # mean validation value over runs; Claros-Olivares & Brockmeier, Tables 8–10).
 
 
