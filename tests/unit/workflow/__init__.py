@@ -1,0 +1,1 @@
+"""Unit tests of csfbench.workflow, one file per module."""
