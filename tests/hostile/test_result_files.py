@@ -17,7 +17,7 @@ from csfbench.csf.inputs import load_splits
 from csfbench.errors import CheckpointError, FeatureFileError
 from csfbench.features.extract import feature_attrs
 from csfbench.features.store import FeatureWriter, run_attrs, validate_feature_file
-from csfbench.manifest import write_manifest
+from csfbench.workflow.manifest import write_manifest
 from csfbench.models import load_checkpoint
 
 from tests.helpers.training import tiny_spec

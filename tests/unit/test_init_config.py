@@ -8,7 +8,7 @@ import yaml
 
 from csfbench.cli import main
 from csfbench.data.formats import FORMATS
-from csfbench.init_config import NAME_RULE, dataset_name, scan
+from csfbench.cli.init_config import NAME_RULE, dataset_name, scan
 from csfbench.workflow.settings import load_config, schema
 
 from tests.helpers import format_fixtures as ff

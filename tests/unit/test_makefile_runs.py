@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from csfbench.init_config import default_results, make_command
+from csfbench.cli.init_config import default_results, make_command
 
 from tests.helpers.repo import REPO
 

@@ -23,7 +23,7 @@ import yaml
 from csfbench.workflow import paths
 from csfbench.atomic import atomic_path
 from csfbench.features.store import FeatureWriter, read_features
-from csfbench.manifest import build_manifest
+from csfbench.workflow.manifest import build_manifest
 
 from tests.helpers.repo import REPO, venv_bin
 from tests.helpers.workflow_runs import (MODEL, SOURCE, copy_run, freeze, job_processes, snakemake, wait_for,

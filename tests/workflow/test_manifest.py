@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from csfbench.workflow import paths
-from csfbench.manifest import build_manifest, file_digest
+from csfbench.workflow.manifest import build_manifest, file_digest
 
 from tests.helpers.repo import venv_bin
 from tests.helpers.workflow_runs import MODEL, SOURCE, snakemake

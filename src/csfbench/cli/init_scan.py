@@ -1,10 +1,10 @@
-"""The data-folder scan of ``csfbench init`` (:mod:`csfbench.init_config`): which datasets a folder holds.
+"""The data-folder scan of ``csfbench init`` (:mod:`csfbench.cli.init_config`): which datasets a folder holds.
 
 The folder is scanned one level deep, and two levels where a first-level folder is no dataset of its
 own (a folder grouping several datasets, e.g. ``ood/isun``, ``ood/lsun``).  Each folder is tried
-against the on-disk layouts of :mod:`csfbench.init_layouts`, whose format readers decide.  :func:`scan`
+against the on-disk layouts of :mod:`csfbench.cli.init_layouts`, whose format readers decide.  :func:`scan`
 returns the findings (:class:`Scan`), names them and proposes their roles (source, semantic or covariate
-shift, OOD validation); :mod:`csfbench.init_config` turns them into a config.
+shift, OOD validation); :mod:`csfbench.cli.init_config` turns them into a config.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from csfbench.data.readers import IMAGE_EXTENSIONS
 from csfbench.errors import CsfbenchError
-from csfbench.init_layouts import Found, Result, Skipped, dataset_name, find_layout, image_folder, subfolder_names
+from csfbench.cli.init_layouts import Found, Result, Skipped, dataset_name, find_layout, image_folder, subfolder_names
 from csfbench.workflow.settings import schema
 
 #: the dataset naming rule (the schema's `name` pattern)

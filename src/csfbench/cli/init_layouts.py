@@ -1,4 +1,4 @@
-"""The on-disk layouts ``csfbench init`` recognises (:mod:`csfbench.init_scan`): what one folder holds.
+"""The on-disk layouts ``csfbench init`` recognises (:mod:`csfbench.cli.init_scan`): what one folder holds.
 
 Each layout function looks for a few marker file names (``data_batch_1`` → ``cifar10``, ``*_32x32.mat`` →
 ``svhn``, ``benchmark_imglist/`` → ``imglist``, ...) and returns None when they are absent; otherwise the

@@ -9,7 +9,7 @@ from csfbench.errors import CsfbenchError
 
 
 def _init(args: argparse.Namespace) -> int:
-    from csfbench.init_config import run_init
+    from csfbench.cli.init_config import run_init
 
     print(run_init(args.data_root, args.output, args.results, args.force))
     return 0
@@ -61,7 +61,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from csfbench.summary import summarize
+    from csfbench.cli.summary import summarize
 
     if not Path(args.results).is_dir():
         raise CsfbenchError(f"{args.results}: no such results folder (pass the folder the workflow wrote, "
@@ -100,7 +100,7 @@ def _rank(args: argparse.Namespace) -> int:
 
 
 def _manifest(args: argparse.Namespace) -> int:
-    from csfbench import manifest
+    from csfbench.workflow import manifest
 
     results = Path(args.results)
     if args.action == "write":

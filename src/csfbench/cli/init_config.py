@@ -1,6 +1,6 @@
 """``csfbench init DATA_ROOT``: a starter config from a data folder.
 
-The data folder is scanned by :func:`csfbench.init_scan.scan` (which layouts it holds, checked by the
+The data folder is scanned by :func:`csfbench.cli.init_scan.scan` (which layouts it holds, checked by the
 formats' own readers).
 
 What was found becomes a proposal:
@@ -12,7 +12,7 @@ What was found becomes a proposal:
 * **covariate** evaluation sets of a source: corruptions of its images (CIFAR-10-C/100-C of a CIFAR
   source, ImageNet-C and ImageNet-R-style wnid folders of an ImageNet source).
 
-:func:`~csfbench.init_scan.scan` returns the findings, :func:`build_config` the config text (comments from the schema's
+:func:`~csfbench.cli.init_scan.scan` returns the findings, :func:`build_config` the config text (comments from the schema's
 descriptions; every optional key left to its schema default), :func:`run_init` does both, checks the
 text with :func:`csfbench.workflow.settings.validate_config` and writes it.
 """
@@ -25,8 +25,8 @@ from pathlib import Path
 import yaml
 
 from csfbench.errors import CsfbenchError
-from csfbench.init_layouts import STAT_SAMPLES, Found, dataset_name
-from csfbench.init_scan import MAX_SIDE, NAME_RULE, SOURCE_FORMATS, Scan, scan
+from csfbench.cli.init_layouts import STAT_SAMPLES, Found, dataset_name
+from csfbench.cli.init_scan import MAX_SIDE, NAME_RULE, SOURCE_FORMATS, Scan, scan
 from csfbench.workflow.settings import schema, validate_config
 
 __all__ = ["NAME_RULE", "build_config", "dataset_name", "default_results", "make_command", "report", "run_init",
