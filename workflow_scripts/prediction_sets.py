@@ -1,10 +1,10 @@
 import json
 
+from csfbench.data.eval_sets import eval_images
 from csfbench.logs import job_logging
 from csfbench.workflow.settings import loader_workers
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.stages.conformal import prediction_set_table
-from csfbench.stages.features import eval_images
 from csfbench.stages.network_csf import gram_class_scores
 
 with job_logging(snakemake.log[0], snakemake.threads):

@@ -46,16 +46,20 @@ PRECEDENCES = ("static", "computed")
 TEST_ROW = "test"
 REGIME_COLUMNS = ["source", "dataset", "static_regime", "computed_regime", "regime", "decided_by"]
 
-def read_embeddings(path: str | Path) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray | None, dict]:
-    """(``{set: N × E}`` in table order, training labels, text embeddings or None, attributes)."""
+def read_embeddings(path: str | Path, skip: tuple[str, ...] = ()
+                    ) -> tuple[dict[str, np.ndarray], np.ndarray | None, np.ndarray | None, dict]:
+    """(``{set: N × E}`` in table order, training labels or None, text embeddings or None, attributes) of a file
+    of :func:`write_embeddings`; the sets in ``skip`` are not read.  The proximity stage's files hold the
+    training labels; the covariate sets' of the pair analyses hold none (None)."""
     with h5py.File(path, "r", locking=False) as fh:
         attrs = dict(fh.attrs)
-        missing = [k for k in ("sets", "source") if k not in attrs] + [k for k in ("embeddings", "labels") if k not in fh]
+        missing = [k for k in ("sets", "source") if k not in attrs] + [k for k in ("embeddings",) if k not in fh]
         if missing:
             raise ValueError(f"{path}: not an embeddings file (lacks {missing})")
-        sets = {name: fh[f"embeddings/{name}"][()] for name in json.loads(attrs["sets"])}
+        sets = {name: fh[f"embeddings/{name}"][()] for name in json.loads(attrs["sets"]) if name not in skip}
+        labels = fh["labels"][()] if "labels" in fh else None
         text = fh["text"][()] if "text" in fh else None
-        return sets, fh["labels"][()], text, attrs
+        return sets, labels, text, attrs
 
 
 def write_embeddings(out_h5: str | Path, source: str, encoder: str, embeddings: dict[str, np.ndarray],

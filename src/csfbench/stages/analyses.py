@@ -18,12 +18,10 @@ written as a table and a figure.
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pandas as pd
 
@@ -35,11 +33,12 @@ from csfbench.analysis.iconic import INPUT_COLUMNS as CATEGORY_ROW_COLUMNS
 from csfbench.atomic import atomic_path, write_json
 from csfbench.csf.store import read_scores, scores_sets, set_groups
 from csfbench.data.base import ImageSet
-from csfbench.data.sources import shift_set, source_split
+from csfbench.data.eval_sets import set_images
+from csfbench.data.sources import shift_set
 from csfbench.evaluation import COLUMNS, ID_TEST, SHIFT_SCHEMES, tuning_protocols
 from csfbench.errors import FeatureFileError
 from csfbench.workflow.ids import ModelId
-from csfbench.proximity.stratification import write_embeddings
+from csfbench.proximity.stratification import read_embeddings, write_embeddings
 from csfbench.report import analyses as report
 from csfbench.report.figures import conover_matrix, plot_conover_heatmap, save_figure
 from csfbench.report.tables import write_table
@@ -208,19 +207,19 @@ def embed_covariate_sets(source: str, sets: dict[str, DatasetSpec], encoder_cfg:
 
 
 def query_embeddings(files: list[str | Path]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(the ID test split's embeddings, {query set: embeddings}) of embeddings files of one encoder: the
-    proximity stage's (its ``test`` and semantic sets; ``train`` is not read) and optionally
-    :func:`embed_covariate_sets`'.  Raises ValueError when the files name different encoders or none holds
-    ``test``."""
+    """(the ID test split's embeddings, {query set: embeddings}) of embeddings files of one encoder
+    (:func:`csfbench.proximity.stratification.read_embeddings`): the proximity stage's (its ``test`` and semantic
+    sets; ``train`` is not read) and optionally :func:`embed_covariate_sets`'.  Raises ValueError when the files
+    name different encoders or none holds ``test``."""
     reference, queries, encoders = None, {}, {}
     for path in files:
-        with h5py.File(path, "r", locking=False) as fh:
-            encoders[str(path)] = str(fh.attrs["encoder"])
-            for name in json.loads(fh.attrs["sets"]):
-                if name == "test":
-                    reference = fh[f"embeddings/{name}"][()]
-                elif name != "train":
-                    queries[name] = fh[f"embeddings/{name}"][()]
+        sets, _, _, attrs = read_embeddings(path, skip=("train",))
+        encoders[str(path)] = str(attrs["encoder"])
+        for name, embeddings in sets.items():
+            if name == "test":
+                reference = embeddings
+            else:
+                queries[name] = embeddings
     if len(set(encoders.values())) > 1:
         raise ValueError(f"embeddings of different encoders {encoders}: re-run the embedding jobs")
     if reference is None:
@@ -338,8 +337,7 @@ def density_curves(scores: ModelScores, reference: str) -> tuple[pd.DataFrame, s
 def gallery_images(source_dataset: DatasetSpec, val_size: int, sets: list[EvalSet]) -> dict[str, ImageSet]:
     """The images of the gallery's sets, in the order of the feature and scores files: the ID test split of the
     source's dataset and the semantic sets."""
-    return {s.name: source_split(source_dataset, val_size, "test") if s.dataset is None else shift_set(s.dataset, s.shift_type)
-            for s in sets}
+    return {s.name: set_images(source_dataset, val_size, s) for s in sets}
 
 
 def gallery(scores: ModelScores, images: dict[str, ImageSet], k: int) -> tuple[pd.DataFrame, list]:

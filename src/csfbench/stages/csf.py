@@ -5,17 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-import pandas as pd
 
-from csfbench.atomic import atomic_path
 from csfbench.csf.engine import TuningSettings, fit_mode, score_mode, tuning_protocols
 from csfbench.csf.inputs import load_splits
 from csfbench.csf.registry import ModelContext
-from csfbench.csf.store import read_fit, write_fit, write_scores
-from csfbench.evaluation import metric_rows
+from csfbench.csf.score_files import write_set_scores
+from csfbench.csf.store import read_fit, write_fit
 from csfbench.features.store import read_features, run_attrs
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.seeds import spec_hash
@@ -86,29 +83,3 @@ def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, fea
     attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
     write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, attrs)
 
-
-def write_set_scores(spec: ModelSpec, eval_sets: list[EvalSet], score_set: Callable, out_scores: str | Path,
-                     out_metrics: str | Path, attrs: dict) -> None:
-    """Score every evaluation set with ``score_set`` and write one scores file and one metrics file.
-
-    ``score_set(eval_set)`` returns (splits {mode: SplitData}, scores {mode: {(csf, variant): confidence}},
-    protocols {mode: {(csf, variant): tuning protocol}}).  The ID test set is scored first: the shifted
-    sets' OOD schemes are evaluated against its scores.  ``attrs``: the scores file's attributes (with the
-    fit ``group``).
-    """
-    written, rows, reference = {}, [], None
-    for eval_set in sorted(eval_sets, key=lambda e: e.name != "test"):
-        splits, scores, protocols = score_set(eval_set)
-        groups = {key: value for key, value in eval_set.groups.items() if value is not None}  # HDF5 has no null
-        written[eval_set.name] = (scores, splits, {"dataset": eval_set.name, "shift_type": eval_set.shift_type,
-                                                   "regime": eval_set.regime, **groups})
-        own = {mode: {"correct": splits[mode].correct, "scores": scores[mode], "protocols": protocols[mode]}
-               for mode in scores}
-        if eval_set.name == "test":
-            reference = own
-        rows.append(metric_rows(spec, eval_set, own, reference if eval_set.shift_type != "id" else None))
-        log.info("%s/%s/%s: %d metric rows", spec.model, attrs["group"], eval_set.name, len(rows[-1]))
-    write_scores(out_scores, {name: written[name] for name in sorted(written)}, attrs)
-    table = pd.concat(rows, ignore_index=True)
-    with atomic_path(out_metrics) as tmp:
-        table.to_parquet(tmp, index=False)

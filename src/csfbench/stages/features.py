@@ -3,19 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from csfbench.data.base import ImageSet
-from csfbench.data.sources import shift_set, source_split
+from csfbench.data.eval_sets import eval_images
 from csfbench.features.extract import extract_features
 from csfbench.models import load_checkpoint
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.training.loop import resolve_device
-
-
-def eval_images(spec: ModelSpec, eval_set: EvalSet) -> ImageSet:
-    """The images of an evaluation set: an ID split of the model's source or a shifted set."""
-    if eval_set.dataset is None:
-        return source_split(spec.dataset, spec.val_size, eval_set.name)
-    return shift_set(eval_set.dataset, eval_set.shift_type)
 
 
 def extract(spec: ModelSpec, eval_set: EvalSet, checkpoint: str | Path, out_h5: str | Path, batch_size: int,

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from csfbench.data.base import ImageSet
+from csfbench.data.eval_sets import eval_images
 from csfbench.data.loader import make_loader
 from csfbench.data.sources import source_split
 from csfbench.data.transforms import normalize
@@ -24,7 +25,6 @@ from csfbench.network_csf import detectors as network
 from csfbench.network_csf.store import read_network_fit, write_network_fit
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.specs import EvalSet, ModelSpec
-from csfbench.stages.features import eval_images
 from csfbench.training.loop import resolve_device
 
 log = logging.getLogger(__name__)
@@ -69,12 +69,12 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
                 features: dict[str, str | Path], out_scores: str | Path, out_metrics: str | Path, batch_size: int,
                 num_workers: int = 0) -> None:
     """Score every evaluation set of a model with its fitted network-pass CSFs; write one scores file and one
-    metrics file through :func:`csfbench.stages.csf.write_set_scores`, as ``score_csf`` writes them.
+    metrics file through :func:`csfbench.csf.score_files.write_set_scores`, as ``score_csf`` writes them.
     ``features``: {set: feature file}, whose correctness and labels the rows use; the ``tuning_protocol``
     column comes from the fit."""
     # imported here, not at the top: the CSF registry and pandas would cost every fit job ~1 s of start-up
     from csfbench.csf.inputs import load_splits
-    from csfbench.stages.csf import write_set_scores
+    from csfbench.csf.score_files import write_set_scores
 
     fitted, attrs = read_network_fit(fit_h5)
     expect_run = run_attrs(spec)

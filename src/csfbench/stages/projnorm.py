@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 
 from csfbench.atomic import atomic_path, write_json
+from csfbench.data.eval_sets import eval_images
 from csfbench.data.sources import source_split
 from csfbench.models import load_checkpoint
 from csfbench.projnorm.baselines import agree_score
 from csfbench.projnorm.finetune import finetune, initial_model, parameter_distance, predict, trained_parameters
 from csfbench.projnorm.study import model_rows
 from csfbench.specs import EvalSet, ModelSpec
-from csfbench.stages.features import eval_images
 from csfbench.training.loop import resolve_device
 
 log = logging.getLogger(__name__)

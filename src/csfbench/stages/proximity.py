@@ -51,6 +51,8 @@ def write_stratification(source: str, embeddings_h5: str | Path, static: dict[st
                          out_regimes: str | Path) -> pd.DataFrame:
     """Distance table (CSV + LaTeX) and regimes file of one source; returns the regimes rows."""
     sets, labels, text, attrs = read_embeddings(embeddings_h5)
+    if labels is None:
+        raise ValueError(f"{embeddings_h5}: not an embeddings file of the proximity stage (lacks ['labels'])")
     if attrs["source"] != source:
         raise ValueError(f"{embeddings_h5}: embeddings of source {attrs['source']!r}, expected {source!r}")
     table = distance_rows(sets, labels, text, seed, n_subsets, subset_size)
