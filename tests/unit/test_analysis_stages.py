@@ -5,6 +5,7 @@ rank comparison, the rank-gap gallery, the cliques over (model, pair) blocks and
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import h5py
@@ -21,11 +22,13 @@ from csfbench.proximity import encoders
 from csfbench.report.analyses import pair_ranking_table
 from csfbench.stats import IncompleteBlocksWarning
 from csfbench.stages import analyses as stage
+from csfbench.workflow.sections import AnalysisPair, Analyses
 
 TRAINED = "vgg13_devries_do0_rew0_run1"
 RANDOM = "vit_random_do0_rew0_run1"
-SETTINGS = {"csfs": None, "pairs": [], "covariate_x_semantic": True, "frr_quantile": 0.5, "reference_csf": "MSR",
-            "distance_bins": 3, "gallery_k": 2, "schemes": ["incorrect_vs_ood", "frr_at_q"]}
+SETTINGS = Analyses.from_dict({"enabled": True, "csfs": None, "pairs": [], "covariate_x_semantic": True,
+                               "frr_quantile": 0.5, "reference_csf": "MSR", "distance_bins": 3, "gallery_k": 2,
+                               "schemes": ["incorrect_vs_ood", "frr_at_q"]})
 
 # ID test split: MSR confidences, correctness; the semantic set "near", the covariate set "corrupt"
 TEST_MSR = [0.9, 0.8, 0.3, 0.2]
@@ -91,8 +94,8 @@ def test_model_cells_decompose_every_pair_and_reject_at_the_transferred_threshol
     assert rows.loc[("MLS", "test"), "frr"] == pytest.approx(1 / 3)  # τ = 0.25: {0.1} of {0.6, 0.9, 0.1}
     assert set(frr["semantic_set"]) == {"near"} and set(frr["model"]) == {TRAINED}
     only_msr = stage.model_cells(stage.read_model_scores(trained),
-                                 {**SETTINGS, "csfs": ["MSR"], "covariate_x_semantic": False,
-                                  "pairs": [{"id": "test", "ood": "corrupt"}]})[0]
+                                 replace(SETTINGS, csfs=("MSR",), covariate_x_semantic=False,
+                                         pairs=(AnalysisPair("test", "corrupt", None),)))[0]
     assert list(zip(only_msr["csf"], only_msr["id_set"], only_msr["ood_set"])) == [("MSR", "test", "corrupt")]
 
 
@@ -104,7 +107,7 @@ def write_metrics_file(path: Path) -> Path:
 
 
 def test_pair_rows_carry_every_scheme_of_their_pair_with_the_id_role_named(trained):
-    settings = {**SETTINGS, "schemes": list(stage.PAIR_SCHEMES)}
+    settings = replace(SETTINGS, schemes=stage.PAIR_SCHEMES)
     table, frr, _ = stage.model_cells(stage.read_model_scores(trained), settings)
     sets = {"test": {"shift_type": "id", "regime": "test"}, "near": {"shift_type": "semantic", "regime": "near"},
             "corrupt": {"shift_type": "covariate", "regime": "covariate", "corruption": "fog", "severity": 3}}
@@ -127,8 +130,8 @@ def test_pair_rows_carry_every_scheme_of_their_pair_with_the_id_role_named(train
     assert set(rows.loc[rows["csf"] == "MSR", "tuning_protocol"]) == {"none"}
     assert rows.loc[rows["csf"] == "MLS", "tuning_protocol"].isna().all()
     # an explicit pair names its own schemes
-    explicit = {**settings, "covariate_x_semantic": False,
-                "pairs": [{"id": "corrupt", "ood": "near", "schemes": ["incorrect_vs_ood"]}]}
+    explicit = replace(settings, covariate_x_semantic=False,
+                       pairs=(AnalysisPair("corrupt", "near", ("incorrect_vs_ood",)),))
     table = stage.model_cells(stage.read_model_scores(trained), explicit)[0]
     only = stage.pair_metric_rows("demo10", table, frr, sets, explicit, {})
     assert set(only["scheme"]) == {"incorrect_vs_ood"} and set(only["id_set"]) == {"corrupt"}

@@ -7,6 +7,7 @@ from csfbench.report.analyses import pair_grid
 from csfbench.workflow.settings import validate_config
 from csfbench.workflow.settings import load_yaml
 from csfbench.stages.analyses import PAIR_SCHEMES, pairs_of
+from csfbench.workflow.sections import AnalysisPair
 
 from tests.helpers.demo_config import demo_config
 from tests.helpers.repo import REPO
@@ -17,9 +18,10 @@ SETS = {"train": {"shift_type": "id"}, "val": {"shift_type": "id"}, "test": {"sh
 
 
 def test_pairs_are_the_id_split_and_covariate_sets_against_semantic_sets_plus_explicit_ones():
-    assert pairs_of(SETS, [], True) == [("test", "near"), ("test", "noise"), ("corrupt-fog-3", "near"),
+    assert pairs_of(SETS, (), True) == [("test", "near"), ("test", "noise"), ("corrupt-fog-3", "near"),
                                         ("corrupt-fog-3", "noise")]
-    explicit = [{"id": "test", "ood": "corrupt-fog-3"}, {"id": "test", "ood": "missing"}, {"id": "test", "ood": "near"}]
+    explicit = (AnalysisPair("test", "corrupt-fog-3", None), AnalysisPair("test", "missing", None),
+                AnalysisPair("test", "near", None))
     assert pairs_of(SETS, explicit, False) == [("test", "corrupt-fog-3"), ("test", "near")]
     assert pairs_of(SETS, explicit, True)[:2] == [("test", "corrupt-fog-3"), ("test", "near")]  # no duplicates
     assert len(pairs_of(SETS, explicit, True)) == 5

@@ -44,6 +44,7 @@ from csfbench.report.figures import conover_matrix, plot_conover_heatmap, save_f
 from csfbench.report.tables import write_table
 from csfbench.specs import DatasetSpec, EvalSet
 from csfbench.stats import StatsInputError, rank_table
+from csfbench.workflow.sections import AnalysisPair, Analyses
 
 log = logging.getLogger(__name__)
 RANDOM = "random"  # the paradigm of the random-network check (csfbench.stages.train.UNTRAINED)
@@ -66,26 +67,27 @@ def _concat(frames: list[pd.DataFrame], columns: list[str] | None = None) -> pd.
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
-def pairs_of(sets: dict[str, dict], explicit: list[dict], covariate_x_semantic: bool) -> list[tuple[str, str]]:
-    """The (ID-role set, OOD-role set) pairs of one scores file: ``explicit`` entries (``{id, ood}``) whose
-    sets the file holds, then, with ``covariate_x_semantic``, the ID test split and every covariate set, each
-    against every semantic set.  ``sets``: :func:`csfbench.csf.store.scores_sets`."""
+def pairs_of(sets: dict[str, dict], explicit: tuple[AnalysisPair, ...], covariate_x_semantic: bool
+             ) -> list[tuple[str, str]]:
+    """The (ID-role set, OOD-role set) pairs of one scores file: ``explicit`` pairs whose sets the file holds,
+    then, with ``covariate_x_semantic``, the ID test split and every covariate set, each against every semantic
+    set.  ``sets``: :func:`csfbench.csf.store.scores_sets`."""
     kind = {name: attrs["shift_type"] for name, attrs in sets.items()}
-    pairs = [(p["id"], p["ood"]) for p in explicit if p["id"] in kind and p["ood"] in kind]
+    pairs = [(p.id, p.ood) for p in explicit if p.id in kind and p.ood in kind]
     if covariate_x_semantic:
         id_roles = ["test"] + sorted(n for n, k in kind.items() if k == "covariate")
         pairs += [(i, o) for i in id_roles for o in sorted(n for n, k in kind.items() if k == "semantic")]
     return list(dict.fromkeys(pairs))
 
 
-def pair_schemes(explicit: list[dict]) -> dict[tuple[str, str], list[str]]:
+def pair_schemes(explicit: tuple[AnalysisPair, ...]) -> dict[tuple[str, str], tuple[str, ...]]:
     """{(ID-role set, OOD-role set): schemes} of the explicit pairs that name their own ``schemes``; every other
     pair takes ``default`` (``analyses.schemes``)."""
-    return {(p["id"], p["ood"]): p["schemes"] for p in explicit if p.get("schemes") is not None}
+    return {(p.id, p.ood): p.schemes for p in explicit if p.schemes is not None}
 
 
-def pair_metric_rows(source: str, cells: pd.DataFrame, frr: pd.DataFrame, sets: dict[str, dict], settings: dict,
-                     protocols: dict) -> pd.DataFrame:
+def pair_metric_rows(source: str, cells: pd.DataFrame, frr: pd.DataFrame, sets: dict[str, dict],
+                     settings: Analyses, protocols: dict) -> pd.DataFrame:
     """The metric rows (:data:`csfbench.evaluation.COLUMNS`) of one model's pairs, for the results table.
 
     Per (CSF, pair of ``cells``, the decomposition table) and scheme of the pair (:func:`pair_schemes`): metric
@@ -97,8 +99,8 @@ def pair_metric_rows(source: str, cells: pd.DataFrame, frr: pd.DataFrame, sets: 
     scores file (shift type, regime and group keys of each set); ``protocols``:
     :func:`csfbench.evaluation.tuning_protocols` of its metric rows.
     """
-    own = pair_schemes(settings["pairs"])
-    metric = f"frr_q{settings['frr_quantile']:g}"
+    own = pair_schemes(settings.pairs)
+    metric = f"frr_q{settings.frr_quantile:g}"
     rejection = {(r.csf, r.set, r.semantic_set): r.frr for r in frr.itertuples()} if len(frr) else {}
     rows = []
     for cell in cells.to_dict("records"):
@@ -110,7 +112,7 @@ def pair_metric_rows(source: str, cells: pd.DataFrame, frr: pd.DataFrame, sets: 
                 "tuning_protocol": protocols.get((False, cell["csf"], "none")), "dataset": cell["ood_set"],
                 "id_set": cell["id_set"], "shift_type": ood["shift_type"], "regime": ood["regime"],
                 **set_groups(ood), "split": "test"}
-        for scheme in own.get(pair, settings["schemes"]):
+        for scheme in own.get(pair, settings.schemes):
             if cell["id_set"] == ID_TEST and scheme in SHIFT_SCHEMES:
                 continue
             value = cell[PAIR_AUROC[scheme]] if scheme in PAIR_AUROC else rejection.get((cell["csf"], *pair), np.nan)
@@ -167,12 +169,12 @@ def read_model_scores(path: str | Path) -> ModelScores:
                        {name: scores["det"]["correct"] for name, (scores, _) in data.items()})
 
 
-def model_cells(scores: ModelScores, settings: dict) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def model_cells(scores: ModelScores, settings: Analyses) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """The decomposition rows of one model (identities checked) and its false-rejection rows; and the
     per-set scores of a random model's check (``{}`` otherwise)."""
-    model, paradigm, sets, csfs = scores.model, scores.paradigm, scores.sets, settings["csfs"]
+    model, paradigm, sets, csfs = scores.model, scores.paradigm, scores.sets, settings.csfs
     cells = {}
-    for id_set, ood_set in pairs_of(sets, settings["pairs"], settings["covariate_x_semantic"]):
+    for id_set, ood_set in pairs_of(sets, settings.pairs, settings.covariate_x_semantic):
         id_scores, ood_scores = scores.of(id_set, csfs), scores.of(ood_set, csfs)
         for csf in sorted(id_scores):
             cells[(model, paradigm, csf, id_set, ood_set)] = (id_scores[csf], scores.correct[id_set], ood_scores[csf])
@@ -180,7 +182,7 @@ def model_cells(scores: ModelScores, settings: dict) -> tuple[pd.DataFrame, pd.D
     labelled = {name: (scores.of(name, csfs), scores.correct[name]) for name in [ID_TEST] + scores.names("covariate")}
     frr = []  # a random network's correct samples are too few (often none) for a rejection rate
     for semantic in scores.names("semantic") if paradigm != RANDOM else []:
-        part = frr_table(labelled, scores.of(semantic, csfs), settings["frr_quantile"])
+        part = frr_table(labelled, scores.of(semantic, csfs), settings.frr_quantile)
         frr.append(part.assign(model=model, paradigm=paradigm, semantic_set=semantic))
     random = {}
     if paradigm == RANDOM:
@@ -234,7 +236,7 @@ def query_distances(files: list[str | Path]) -> dict[str, np.ndarray]:
     return {name: nearest_neighbour_distance(emb, reference) for name, emb in embeddings.items()}
 
 
-def model_distance(scores: ModelScores, distances: dict[str, np.ndarray], settings: dict
+def model_distance(scores: ModelScores, distances: dict[str, np.ndarray], settings: Analyses
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(bins, fits) of one model's distance-controlled AUROC: the samples of each embedded shifted set that the
     model scores (semantic and covariate sets; ``distances``: :func:`query_distances`) binned by their
@@ -247,9 +249,9 @@ def model_distance(scores: ModelScores, distances: dict[str, np.ndarray], settin
         if n != len(distances[name]):
             raise ValueError(f"{len(distances[name])} embeddings of set {name!r}, but {scores.path} scores {n} "
                              f"samples: re-run the embedding jobs")
-        sets[name] = (distances[name], scores.of(name, settings["csfs"]))
-    n_bins = min([settings["distance_bins"], *(len(distances[name]) for name in sets)])
-    bins, fits = distance_controlled_auroc(scores.of(ID_TEST, settings["csfs"]), sets, n_bins)
+        sets[name] = (distances[name], scores.of(name, settings.csfs))
+    n_bins = min([settings.distance_bins, *(len(distances[name]) for name in sets)])
+    bins, fits = distance_controlled_auroc(scores.of(ID_TEST, settings.csfs), sets, n_bins)
     return bins.assign(model=scores.model), fits.assign(model=scores.model)
 
 
@@ -259,7 +261,7 @@ def distance_overlaps(fits: pd.DataFrame) -> pd.DataFrame:
     return overlap_table(fits.assign(cell=fits["model"] + " " + fits["csf"]), within="cell")
 
 
-def category_rows(scores: ModelScores, csfs: list[str] | None) -> pd.DataFrame:
+def category_rows(scores: ModelScores, csfs: tuple[str, ...] | None) -> pd.DataFrame:
     """ICONIC-444's per-run rows of one model (Krumpl, Avenhaus & Possegger, arXiv 2601.10802, Tables 4 and 10):
     per CSF and OOD category (a semantic set's regime, or ``covariate``) the AUROC and FPR@95/99 in both
     positive-class conventions of the ID test split against each of the category's sets and, for a category
@@ -373,7 +375,7 @@ def pair_rankings(table: pd.DataFrame, alpha: float, source: str) -> dict:
         return {"status": "skipped", "analysis": analysis, "reason": str(err)}
 
 
-def write_analyses(source: str, scores_files: list[str | Path], metrics_files: list[str | Path], settings: dict,
+def write_analyses(source: str, scores_files: list[str | Path], metrics_files: list[str | Path], settings: Analyses,
                    alpha: float, outputs: dict, embeddings_files: list[str | Path] | None = None,
                    images: dict[str, ImageSet] | None = None) -> None:
     """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and a figure
@@ -397,7 +399,7 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
         frr.append(rejected)
         metric_rows.append(pair_metric_rows(source, table, rejected, scores.sets, settings,
                                             tuning_protocols([metrics_file])))
-        categories.append(category_rows(scores, settings["csfs"]))
+        categories.append(category_rows(scores, settings.csfs))
         log.info("%s: %d cells, identities hold", path, len(table))
         if random:
             random_rows.append(random_network_check(random["id"], random["shift"]).assign(model=scores.model))
@@ -408,27 +410,28 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
             fits.append(model_fits)
         ranks.append(rank_views(scores))
         if curves.empty:
-            curves, title = density_curves(scores, settings["reference_csf"])
+            curves, title = density_curves(scores, settings.reference_csf)
         if picked is None:  # the gallery of the first model that is not randomly initialised
-            picked, thumbnails = gallery(scores, images or {}, settings["gallery_k"])
+            picked, thumbnails = gallery(scores, images or {}, settings.gallery_k)
     cells = pd.concat(decomposition, ignore_index=True)
     with atomic_path(outputs["pair_metrics"]) as tmp:
         pd.concat(metric_rows, ignore_index=True).to_parquet(tmp, index=False)
-    grid = report.pair_grid(cells[cells["paradigm"] != RANDOM], settings["reference_csf"])
+    reference = settings.reference_csf
+    grid = report.pair_grid(cells[cells["paradigm"] != RANDOM], reference)
     random_check = pd.concat(random_rows, ignore_index=True) if random_rows else report.empty_random_check()
     trained = cells[cells["paradigm"] != RANDOM]
     write_table(cells.set_index(KEY), outputs["decomposition"], Path(outputs["decomposition"]).with_suffix(".tex"),
                 f"{source}: conditional AUROCs A_co, A_io, A_ci and the new-class / failure AUROCs per model, CSF and pair")
     save_figure(report.plot_decomposition(trained, source), outputs["decomposition_png"], outputs["decomposition_pdf"])
-    conditional = report.conditional_table(trained, settings["reference_csf"])
+    conditional = report.conditional_table(trained, reference)
     write_table(conditional, outputs["conditional"], Path(outputs["conditional"]).with_suffix(".tex"),
                 f"{source}: conditional AUROCs and the change of the new-class AUROC against "
-                f"{settings['reference_csf']}, split by ID outcome")
-    save_figure(report.plot_conditional(conditional, source, settings["reference_csf"]), outputs["conditional_png"],
+                f"{reference}, split by ID outcome")
+    save_figure(report.plot_conditional(conditional, source, reference), outputs["conditional_png"],
                 outputs["conditional_pdf"])
     write_table(grid, outputs["pair_grid"], Path(outputs["pair_grid"]).with_suffix(".tex"),
                 f"{source}: new-class AUROC per CSF and (ID-role / OOD-role) pair, mean over models, and its change "
-                f"against {settings['reference_csf']}")
+                f"against {reference}")
     frr_all = _concat(frr, [*FRR_COLUMNS, "model", "paradigm", "semantic_set"])
     write_table(frr_all, outputs["frr"], Path(outputs["frr"]).with_suffix(".tex"),
                 f"{source}: false rejection of correct samples at the threshold transferred from a semantic set")
@@ -442,14 +445,14 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
                 f"{source}: CSFs ranked on the new-class AUROC over (model, pair) blocks: mean rank, layer, cliques")
     save_figure(plot_conover_heatmap(conover_matrix(rankings), rankings), outputs["rankings_png"],
                 outputs["rankings_pdf"])
-    save_figure(report.plot_analyses(grid, random_check, source, settings["reference_csf"]), outputs["png"],
+    save_figure(report.plot_analyses(grid, random_check, source, reference), outputs["png"],
                 outputs["pdf"])
     bins, fits = _concat(bins), _concat(fits, DISTANCE_COLUMNS)
     write_table(fits, outputs["distance"], Path(outputs["distance"]).with_suffix(".tex"),
                 f"{source}: AUROC against the distance to the ID test split, OLS per model, CSF and shifted set")
     with atomic_path(outputs["distance_overlap"]) as tmp:
         distance_overlaps(fits).to_csv(tmp, index=False)
-    save_figure(report.plot_distance(bins, fits, source, settings["reference_csf"]), outputs["distance_png"],
+    save_figure(report.plot_distance(bins, fits, source, reference), outputs["distance_png"],
                 outputs["distance_pdf"])
     ranks = _concat(ranks, RANKS_COLUMNS)
     write_table(ranks, outputs["ranks"], Path(outputs["ranks"]).with_suffix(".tex"),

@@ -26,6 +26,7 @@ from csfbench.network_csf.store import read_network_fit, write_network_fit
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.training.loop import resolve_device
+from csfbench.workflow.sections import NetworkCsfFit
 
 log = logging.getLogger(__name__)
 GROUP = "network"  # the fit-group slot of the scores and metrics files (csfbench.workflow.paths.NETWORK_GROUP)
@@ -43,11 +44,12 @@ def _provenance(spec: ModelSpec) -> dict:
     return {**run_attrs(spec), "package_version": package_version(), "git_commit": git_commit(), "created": utc_now()}
 
 
-def fit_network_csf(spec: ModelSpec, settings: dict, checkpoint: str | Path, out_h5: str | Path, batch_size: int,
-                    num_workers: int = 0) -> None:
+def fit_network_csf(spec: ModelSpec, settings: NetworkCsfFit, checkpoint: str | Path, out_h5: str | Path,
+                    batch_size: int, num_workers: int = 0) -> None:
     """Fit the network-pass CSFs of one model on its ID training and validation images (``settings``: the
-    config's ``network_csf`` section).  ODIN's validation correctness is this pass's own prediction."""
-    chosen = network.NetworkSettings.from_config(settings)
+    config's ``network_csf`` section, the part a fit reads).  ODIN's validation correctness is this pass's own
+    prediction."""
+    chosen = network.NetworkSettings.from_config(settings.to_dict())
     device = resolve_device()
     model = load_checkpoint(spec, checkpoint, device)
     train = source_split(spec.dataset, spec.val_size, "train")

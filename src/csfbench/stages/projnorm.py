@@ -19,28 +19,29 @@ from csfbench.projnorm.finetune import finetune, initial_model, parameter_distan
 from csfbench.projnorm.study import model_rows
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.training.loop import resolve_device
+from csfbench.workflow.sections import Projnorm
 
 log = logging.getLogger(__name__)
 
 
-def projnorm_reference(spec: ModelSpec, settings: dict, checkpoint: str | Path, out_file: str | Path) -> None:
+def projnorm_reference(spec: ModelSpec, settings: Projnorm, checkpoint: str | Path, out_file: str | Path) -> None:
     """θ_ref of ProjNorm as safetensors: θ₀ fine-tuned on the training split (``reference: finetune``,
     true labels, as in the authors' code) or the trained model itself (``reference: trained``)."""
     from safetensors.torch import save_file
 
     device = resolve_device()
-    if settings["reference"] == "trained":
+    if settings.reference == "trained":
         model = load_checkpoint(spec, checkpoint, device)
     else:
         train_set = source_split(spec.dataset, spec.val_size, "train")
-        model = finetune(initial_model(spec, int(settings["seed"]), device), spec, train_set, train_set.labels,
-                         settings, device)
+        model = finetune(initial_model(spec, int(settings.seed), device), spec, train_set, train_set.labels,
+                         settings.to_dict(), device)
     state = {k: v.detach().float().cpu().contiguous() for k, v in trained_parameters(model).items()}
     with atomic_path(out_file) as tmp:
         save_file(state, str(tmp))
 
 
-def projnorm_shift(spec: ModelSpec, eval_set: EvalSet, settings: dict, checkpoint: str | Path,
+def projnorm_shift(spec: ModelSpec, eval_set: EvalSet, settings: Projnorm, checkpoint: str | Path,
                    reference: str | Path, out_json: str | Path, partner_spec: ModelSpec | None = None,
                    partner_checkpoint: str | Path | None = None) -> dict:
     """ProjNorm of one (model, shifted set): pseudo-label with the model, fine-tune θ₀ on the pseudo-labels,
@@ -50,16 +51,17 @@ def projnorm_shift(spec: ModelSpec, eval_set: EvalSet, settings: dict, checkpoin
     t0 = time.perf_counter()
     device = resolve_device()
     images = eval_images(spec, eval_set)
-    m = int(settings["max_samples"])
+    m = int(settings.max_samples)
     if 0 < m < len(images):
-        rng = np.random.default_rng(int(settings["seed"]))
+        rng = np.random.default_rng(int(settings.seed))
         images = images.subset(np.sort(rng.choice(len(images), m, replace=False)))
-    batch = int(settings["batch_size"])
+    batch = int(settings.batch_size)
     pseudo = predict(load_checkpoint(spec, checkpoint, device), spec, images, batch, device)
-    tilde = finetune(initial_model(spec, int(settings["seed"]), device), spec, images, pseudo, settings, device)
+    tilde = finetune(initial_model(spec, int(settings.seed), device), spec, images, pseudo, settings.to_dict(),
+                     device)
     value = parameter_distance(trained_parameters(tilde), load_file(str(reference)))
     result = {"source": spec.source, "model": spec.model, "dataset": eval_set.name,
-              "shift_type": eval_set.shift_type, "n": len(images), "projnorm": value, "settings": settings}
+              "shift_type": eval_set.shift_type, "n": len(images), "projnorm": value, "settings": settings.to_dict()}
     if partner_checkpoint:
         partner = predict(load_checkpoint(partner_spec, partner_checkpoint, device), partner_spec, images, batch,
                           device)
