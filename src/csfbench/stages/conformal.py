@@ -13,24 +13,27 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 
-from csfbench.atomic import atomic_path
-from csfbench.csf import class_conformity as conformity
-from csfbench.csf.distance_scores import maha_fit
-from csfbench.csf.feature_shaping import react_fit
-from csfbench.csf.logit_scores import softmax
-from csfbench.csf.store import read_scores, scores_sets, set_groups
 from csfbench.errors import ConfigError
-from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, conformal_rows, tuning_protocols
-from csfbench.features.store import read_features, run_attrs, validate_feature_file
-from csfbench.metrics.conformal import band_roc, read_band
-from csfbench.metrics.prediction_sets import evaluate_prediction_sets
 from csfbench.specs import EvalSet, ModelSpec
+from csfbench.workflow.sections import Conformal, ConformalFit, CorrectionBand, PredictionSets
+
+# pandas, the CSF stores, the conformity scores and the metric rows are imported inside the functions that use
+# them: the band job (:func:`correction_band`) needs none of them, and they would cost each of its jobs ~1.2 s
+# of start-up
 
 log = logging.getLogger(__name__)
 PREDICTION_SET_COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "score", "method", "alpha",
                           "size", "size_std", "coverage", "coverage_std", "repeats", "n_cal", "n_eval"]
+
+
+def correction_band(band: CorrectionBand, out: str | Path) -> None:
+    """Job: the correction band b_1..b_n of one key (method, n, δ, Monte-Carlo size, seed) into ``out``
+    (:func:`csfbench.metrics.conformal.write_band`: .npy, written atomically), read back by
+    :func:`csfbench.metrics.conformal.read_band`."""
+    from csfbench.metrics.conformal import write_band
+
+    write_band(band.n, band.delta, band.method, band.n_mc, band.seed, out)
 
 
 def calibration_indices(n_test: int, n_cal: int, seed: int) -> np.ndarray:
@@ -43,15 +46,23 @@ def calibration_indices(n_test: int, n_cal: int, seed: int) -> np.ndarray:
 
 
 def conformal_metrics(spec: ModelSpec, scores_files: list[str | Path], metrics_files: list[str | Path],
-                      band_files: dict[tuple[str, float], str | Path], settings: dict, out: str | Path) -> None:
+                      band_files: dict[tuple[str, float], str | Path], settings: ConformalFit,
+                      out: str | Path) -> None:
     """The conformal rows (:func:`csfbench.evaluation.conformal_rows`) of every CSF variant of a model (the
     scores files of all its fit groups) on every shifted set, into one parquet file.
 
     ``metrics_files``: the same groups' metric rows (their tuning protocols are copied); ``band_files``:
-    {(method, δ): band file}; ``settings``: the config's ``conformal`` section.
+    {(method, δ): band file}; ``settings``: the config's ``conformal`` section (the part the rows read).
     """
-    calibration = settings["calibration"]
-    bands = {key: read_band(path, calibration["n_cal"]) for key, path in band_files.items()}
+    import pandas as pd
+
+    from csfbench.atomic import atomic_path
+    from csfbench.csf.store import read_scores, scores_sets, set_groups
+    from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, conformal_rows, tuning_protocols
+    from csfbench.metrics.conformal import read_band
+
+    calibration = settings.calibration
+    bands = {key: read_band(path, calibration.n_cal) for key, path in band_files.items()}
     protocols = tuning_protocols(metrics_files)
     tables = []
     for path in scores_files:
@@ -60,7 +71,7 @@ def conformal_metrics(spec: ModelSpec, scores_files: list[str | Path], metrics_f
             raise ValueError(f"{path}: no scores of the ID test split, the calibration set")
         test, _ = read_scores(path, "test")
         n_test = len(next(iter(test.values()))["correct"])
-        chosen = calibration_indices(n_test, calibration["n_cal"], calibration["seed"])
+        chosen = calibration_indices(n_test, calibration.n_cal, calibration.seed)
         cal = {mode: {key: conf[chosen] for key, conf in data["scores"].items()} for mode, data in test.items()}
         for name, attrs in sorted(sets.items()):
             if attrs["shift_type"] == "id":
@@ -68,44 +79,30 @@ def conformal_metrics(spec: ModelSpec, scores_files: list[str | Path], metrics_f
             shifted, _ = read_scores(path, name)
             eval_set = EvalSet(name, str(attrs["shift_type"]), str(attrs["regime"]))
             scores = {mode: data["scores"] for mode, data in shifted.items()}
-            tables.append(conformal_rows(spec, eval_set, cal, scores, bands, tuple(settings["tpr"]),
-                                         calibration["split"], protocols, set_groups(attrs),
-                                         (settings["n_mc"], settings["seed"])))
+            tables.append(conformal_rows(spec, eval_set, cal, scores, bands, settings.tpr, calibration.split,
+                                         protocols, set_groups(attrs), (settings.n_mc, settings.seed)))
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=COLUMNS + CONFORMAL_COLUMNS)
     with atomic_path(out) as tmp:
         table.to_parquet(tmp, index=False)
     log.info("%s: %d conformal metric rows", spec.model, len(table))
 
 
-def class_scores(name: str, test: dict, train: dict, head: tuple[np.ndarray, np.ndarray], settings: dict) -> np.ndarray:
-    """The N×C class-dependent conformity scores ``name`` (softmax, react, odin, knn, mahalanobis;
-    :mod:`csfbench.csf.class_conformity`) of the test arrays, fitted on the training arrays.  KNN banks and
-    Mahalanobis means group the training features by their labels; the paper groups them by the model's
-    predicted class, which leaves a class the model never predicts without a bank (a weak model, a rare
-    class), so labels are used, as csfbench's Mahalanobis detector does."""
-    weight, bias = head
-    if name == "softmax":
-        return softmax(test["logits"])
-    if name == "react":
-        threshold = float(react_fit(train["features"], settings["react_percentile"])["threshold"])
-        return conformity.react_class_scores(test["features"], weight, bias, threshold)
-    if name == "odin":
-        return conformity.odin_class_scores(test["logits"], settings["odin_temperature"])
-    labels, n_classes = train["labels"], weight.shape[0]
-    if name == "knn":
-        banks = conformity.knn_class_fit(train["features"], labels, n_classes)
-        return conformity.knn_class_scores(banks, test["features"], settings["knn_k"])
-    if name == "mahalanobis":
-        return conformity.mahalanobis_class_scores(maha_fit(train["features"], labels, n_classes), test["features"])
-    raise ValueError(f"unknown conformity score {name!r}")
-
-
-def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | Path, settings: dict,
+def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | Path, settings: PredictionSets,
                          out: str | Path, gram: Callable[[], np.ndarray] | None = None) -> None:
-    """Mean set size and coverage of LAC/APS/RAPS sets on the ID test split per conformity score and α
+    """Mean set size and coverage of LAC/APS/RAPS sets on the ID test split per conformity score
+    (:data:`csfbench.csf.conformity_scores.CONFORMITY_SCORES`) and α
     (:func:`csfbench.metrics.prediction_sets.evaluate_prediction_sets`), ``settings`` the config's
     ``conformal.prediction_sets``; one parquet file (:data:`PREDICTION_SET_COLUMNS`).  ``gram`` returns the
-    N×K class-dependent GRAM scores of the test images in the feature file's order (score ``gram``)."""
+    N×K class-dependent GRAM scores of the test images in the feature file's order (score ``gram``, the one
+    that needs a network pass)."""
+    import pandas as pd
+
+    from csfbench.atomic import atomic_path
+    from csfbench.csf.conformity_scores import conformity_score
+    from csfbench.features.store import read_features, run_attrs, validate_feature_file
+    from csfbench.metrics.prediction_sets import evaluate_prediction_sets
+
+    chosen = [conformity_score(name) for name in settings.scores]  # an unknown name fails before any read
     arrays = {}
     for split, path in (("train", train_h5), ("test", test_h5)):
         validate_feature_file(path, {**run_attrs(spec), "dataset": split})
@@ -116,31 +113,31 @@ def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | P
     train = {k: arrays["train"][k][:, :c] if k == "logits" else arrays["train"][k] for k in ("features", "logits", "labels")}
     test = {k: arrays["test"][k][:, :c] if k == "logits" else arrays["test"][k] for k in ("features", "logits")}
     labels = arrays["test"]["labels"]
-    n_cal = int(round(settings["cal_fraction"] * len(labels)))
+    n_cal = int(round(settings.cal_fraction * len(labels)))
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     rows = []
-    for name in settings["scores"]:
-        if name == "gram":
+    for score in chosen:
+        if score.network:
             if gram is None:
-                raise ValueError("conformity score 'gram' needs the model's GRAM fit and its test images")
+                raise ValueError(f"conformity score {score.name!r} needs the model's GRAM fit and its test images")
             scores = gram()
         else:
-            scores = class_scores(name, test, train, head, settings)
-        for row in evaluate_prediction_sets(scores, labels, n_cal=n_cal, alphas=settings["alphas"],
-                                            methods=settings["methods"], repeats=settings["repeats"],
-                                            seed=settings["seed"], **settings["raps"]):
-            rows.append({**base, "score": name, "method": row.method, "alpha": row.alpha, "size": row.size,
+            scores = score.compute(test, train, head, **{key: getattr(settings, key) for key in score.params})
+        for row in evaluate_prediction_sets(scores, labels, n_cal=n_cal, alphas=settings.alphas,
+                                            methods=settings.methods, repeats=settings.repeats,
+                                            seed=settings.seed, lam=settings.raps.lam, k_reg=settings.raps.k_reg):
+            rows.append({**base, "score": score.name, "method": row.method, "alpha": row.alpha, "size": row.size,
                          "size_std": row.size_std, "coverage": row.coverage, "coverage_std": row.coverage_std,
                          "repeats": row.repeats, "n_cal": n_cal, "n_eval": len(labels) - n_cal})
     with atomic_path(out) as tmp:
         pd.DataFrame(rows, columns=PREDICTION_SET_COLUMNS).to_parquet(tmp, index=False)
-    log.info("%s: prediction sets of %d scores", spec.model, len(settings["scores"]))
+    log.info("%s: prediction sets of %d scores", spec.model, len(settings.scores))
 
 
 def conformal_report(results_table: str | Path, prediction_set_files: list[str | Path], scores_file: str | Path,
-                     band_files: dict[tuple[str, int], str | Path], settings: dict, source: str,
+                     band_files: dict[tuple[str, int], str | Path], settings: Conformal, source: str,
                      outputs: dict) -> None:
-    """Job: the report's conformal figure (classical vs conformal ROC of ``settings["figure"]["csf"]`` on the
+    """Job: the report's conformal figure (classical vs conformal ROC of ``settings.figure.csf`` on the
     first semantic set of ``scores_file``, whose model is the source's first; band width against n) and its
     two tables (:mod:`csfbench.report.conformal`) for one source.  ``band_files``: {(method, n): band file}
     of rule ``conformal_band`` at the first δ — the figure's band (the first method, n = n_cal) and the
@@ -148,14 +145,17 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
     png, pdf, table1, table2 paths; the tables are written as CSV with LaTeX twins beside them."""
     # imported here, not at the top: matplotlib and the ranking statistics would cost each of the stage's
     # metric and prediction-set jobs, which draw nothing, ~1.3 s of start-up
+    import pandas as pd
+
+    from csfbench.csf.store import read_scores, scores_sets
+    from csfbench.metrics.conformal import band_roc, read_band
     from csfbench.report import conformal as report
     from csfbench.report.figures import parse_variant, save_figure
     from csfbench.report.tables import write_table
 
-    method, delta = settings["methods"][0], settings["delta"][0]
-    calibration = settings["calibration"]
-    sizes = settings["figure"]["band_sizes"]
-    keys = [(method, calibration["n_cal"])] + [(m, n) for m in settings["methods"] for n in sizes]
+    method, delta = settings.methods[0], settings.delta[0]
+    calibration, figure = settings.calibration, settings.figure
+    keys = [(method, calibration.n_cal)] + [(m, n) for m in settings.methods for n in figure.band_sizes]
     missing = sorted({key for key in keys if key not in band_files})
     if missing:
         raise ValueError(f"conformal report of {source}: no band file for (method, n) {missing}")
@@ -168,7 +168,7 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
                 Path(outputs["table2"]).with_suffix(".tex"), f"{source}: conformal prediction sets, mean set size "
                 "(with its standard deviation over the uniform draws for APS and RAPS) and coverage per conformity "
                 "score, alpha and method, mean over models")
-    csf, variant = parse_variant(settings["figure"]["csf"])
+    csf, variant = parse_variant(figure.csf)
     sets = scores_sets(scores_file)
     shifted = sorted(sets, key=lambda s: (sets[s]["shift_type"] != "semantic", s))
     shifted = [s for s in shifted if sets[s]["shift_type"] != "id"]
@@ -177,11 +177,10 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
     test, _ = read_scores(scores_file, "test", modes=("det",))
     ood, attrs = read_scores(scores_file, shifted[0], modes=("det",))
     if (csf, variant) not in test["det"]["scores"]:
-        raise ConfigError("conformal/figure/csf", f"a CSF variant of {scores_file}",
-                          settings["figure"]["csf"])
+        raise ConfigError("conformal/figure/csf", f"a CSF variant of {scores_file}", figure.csf)
     id_conf = test["det"]["scores"][(csf, variant)]
-    id_conf = id_conf[calibration_indices(len(id_conf), calibration["n_cal"], calibration["seed"])]
-    roc = band_roc(id_conf, ood["det"]["scores"][(csf, variant)], bands[(method, calibration["n_cal"])])
+    id_conf = id_conf[calibration_indices(len(id_conf), calibration.n_cal, calibration.seed)]
+    roc = band_roc(id_conf, ood["det"]["scores"][(csf, variant)], bands[(method, calibration.n_cal)])
     widths = report.band_widths({key: bands[key] for key in keys[1:]})
-    title = f"{attrs['model']}: {settings['figure']['csf']} on {shifted[0]} ({method}, n = {calibration['n_cal']})"
+    title = f"{attrs['model']}: {figure.csf} on {shifted[0]} ({method}, n = {calibration.n_cal})"
     save_figure(report.plot_conformal(roc, title, widths, delta), outputs["png"], outputs["pdf"])
