@@ -15,6 +15,7 @@ import torch
 from csfbench.attacks.pgd import fgsm, pgd_linf
 from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
+from csfbench.heads import class_outputs
 from csfbench.models.network import Classifier
 from csfbench.specs import ModelSpec
 
@@ -30,7 +31,7 @@ def pixel_forward(model: Classifier, spec: ModelSpec):
     n_classes = int(spec.n_classes)
 
     def forward(x: torch.Tensor) -> torch.Tensor:
-        return model((x - mean.to(x.device)) / std.to(x.device)).logits[:, :n_classes]
+        return class_outputs(model((x - mean.to(x.device)) / std.to(x.device)).logits, n_classes)
 
     return forward
 

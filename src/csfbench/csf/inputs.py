@@ -19,6 +19,7 @@ import numpy as np
 from csfbench.csf.logit_scores import softmax
 from csfbench.errors import FeatureFileError
 from csfbench.features.store import read_features, validate_feature_file
+from csfbench.heads import class_outputs
 
 MODES = ("det", "mcd")
 
@@ -68,14 +69,14 @@ def _split(path, mode: str, arrays: dict, attrs: dict) -> SplitData:
     labels = arrays["labels"].astype(np.int64)
     if mode == "det":
         logits_full = arrays["logits"].astype(np.float64)
-        logits = logits_full[:, :n_classes]
+        logits = class_outputs(logits_full, n_classes)
         return SplitData(str(attrs["dataset"]), mode, arrays["features"], logits, logits_full,
                          labels, logits.argmax(1), arrays.get("confidence"))
     if "mcd/logits" not in arrays:
         raise FeatureFileError(f"{path}: MC-dropout inputs requested but the file has no 'mcd/logits' "
                                f"(model {attrs['model']} was extracted with mcd_samples = {attrs.get('mcd_samples')})")
     passes_full = arrays["mcd/logits"].astype(np.float64)
-    passes = passes_full[:, :, :n_classes]
+    passes = class_outputs(passes_full, n_classes)
     conf = arrays.get("mcd/confidence")
     return SplitData(str(attrs["dataset"]), mode, arrays["mcd/features_mean"], passes.mean(1),
                      passes_full.mean(1), labels, softmax(passes).mean(1).argmax(1),

@@ -13,6 +13,7 @@ from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
 from csfbench.data.transforms import normalize
 from csfbench.features.store import FeatureWriter, run_attrs
+from csfbench.heads import class_outputs
 from csfbench.models.network import Classifier
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.training.loop import autocast
@@ -76,7 +77,7 @@ def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_p
         for batch_idx, (raw, labels, index) in enumerate(loader):
             x = normalize(raw.to(device, non_blocking=True), **spec.normalize)
             logits, features, conf = _forward(model, x, device)
-            pred = predict(logits[:, :n_classes], prediction_classes).cpu().numpy()
+            pred = predict(class_outputs(logits, n_classes), prediction_classes).cpu().numpy()
             labels_np = labels.numpy().astype(np.int64)
             rows = {"logits": logits.cpu().numpy(), "features": features.cpu().numpy(), "labels": labels_np,
                     "pred": pred, "correct": (pred == labels_np) & (labels_np >= 0),

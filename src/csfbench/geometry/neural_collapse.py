@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from csfbench.csf.projection import ClassSubspaces, Pca, class_fit_data, project
+from csfbench.heads import class_outputs
 
 EQNORM_MEANS = "EqNorm (means)"
 EQNORM_WEIGHTS = "EqNorm (weights)"
@@ -150,7 +151,7 @@ def _check_head(weight, bias, dim: int, n_classes: int | None) -> tuple[np.ndarr
     if n_classes is not None:
         if not 2 <= n_classes <= w.shape[0]:
             raise ValueError(f"n_classes must be in [2, {w.shape[0]}] (the rows of weight), got {n_classes}")
-        w, b = w[:n_classes], (None if b is None else b[:n_classes])
+        w, b = class_outputs(w, n_classes, axis=0), (None if b is None else class_outputs(b, n_classes, axis=0))
     return w, b
 
 
@@ -320,7 +321,8 @@ def nc_metrics(features, labels, weight, bias=None, normalizer: str = "authors",
 
     ``features`` N×D (already projected for the projected regimes), ``labels`` (N,) ground-truth
     class indices in [0, C), ``weight`` C×D and ``bias`` (C,) the classifier head; C is the number
-    of rows of ``weight``, or ``n_classes`` to keep only the first rows (DG: drop the abstention row).
+    of rows of ``weight``, or ``n_classes`` = that number − 1 to drop Deep Gamblers' abstention row, the last
+    (:func:`csfbench.heads.class_outputs`).
     ``bias`` is only shape-checked: none of the eight metrics uses it.  ``normalizer``
     selects Σ_W's normaliser (see :func:`var_collapse`).  Every metric is ≥ 0, 0 under perfect
     collapse (:data:`IDEAL`) and lower = more collapse.  Raises ValueError on mismatched shapes,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from csfbench.heads import class_outputs
+
 
 @dataclass
 class Output:
@@ -82,7 +84,7 @@ class Classifier(nn.Module):
 
     def class_logits(self, x: torch.Tensor) -> torch.Tensor:
         """The C class logits (Deep Gamblers' abstention output dropped), without the confidence branch."""
-        return self.head(self.encoder(x))[:, :self.n_classes]
+        return class_outputs(self.head(self.encoder(x)), self.n_classes)
 
     def block_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
         """The encoder's per-block activations, channel-first (N×C×…): VGG-13's five conv stacks before
@@ -91,7 +93,7 @@ class Classifier(nn.Module):
 
     def logits_from_last_block(self, last: torch.Tensor) -> torch.Tensor:
         """The C class logits from the last block map (edited or not): the rest of the forward pass."""
-        return self.head(self.encoder.from_last_block(last))[:, :self.n_classes]
+        return class_outputs(self.head(self.encoder.from_last_block(last)), self.n_classes)
 
     def set_mc_dropout(self, active: bool) -> None:
         """Switch only the Dropout layers to train mode (BatchNorm stays in eval) for MC passes."""

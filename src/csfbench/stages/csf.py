@@ -14,6 +14,7 @@ from csfbench.csf.registry import ModelContext
 from csfbench.csf.score_files import write_set_scores
 from csfbench.csf.store import read_fit, write_fit
 from csfbench.features.store import read_features, run_attrs
+from csfbench.heads import class_outputs
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.seeds import spec_hash
 from csfbench.specs import EvalSet, ModelSpec
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 def _context(spec: ModelSpec, head: tuple[np.ndarray, np.ndarray], quirks: str) -> ModelContext:
     c = spec.n_classes
     weight, bias = (np.asarray(a, dtype=np.float64) for a in head)
-    return ModelContext(c, spec.csf_backbone, spec.paradigm, weight[:c], bias[:c], weight, bias, quirks)
+    return ModelContext(c, spec.csf_backbone, spec.paradigm, class_outputs(weight, c, axis=0),
+                        class_outputs(bias, c, axis=0), weight, bias, quirks)
 
 
 def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str | Path, val_h5: str | Path,

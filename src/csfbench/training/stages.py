@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from csfbench.heads import class_outputs
 from csfbench.models.network import Classifier
 from csfbench.training.losses import (confidnet_loss, cross_entropy, deep_gamblers_loss, devries_loss,
                                       inverse_frequency_weights, update_devries_lambda)
@@ -62,7 +63,7 @@ def _adam(lr: float):
 def _ce_loss(class_weights: torch.Tensor | None = None):
     """Plain or class-weighted cross-entropy of the class logits (:func:`csfbench.training.losses.cross_entropy`)."""
     def loss(model, x, y, epoch, state):
-        logits = model.head(model.encoder(x))[:, : model.n_classes]
+        logits = class_outputs(model.head(model.encoder(x)), model.n_classes)
         return cross_entropy(logits, y, class_weights), logits
     return loss
 
@@ -100,9 +101,10 @@ def build_stages(spec: ModelSpec, steps_per_epoch: int, train_labels=None) -> li
 
         def dg_loss(model, x, y, epoch, state):
             logits = model.head(model.encoder(x))
+            classes = class_outputs(logits, model.n_classes)
             if epoch < pretrain:
-                return F.cross_entropy(logits[:, :-1].float(), y), logits[:, :-1]
-            return deep_gamblers_loss(logits, y, reward), logits[:, :-1]
+                return F.cross_entropy(classes.float(), y), classes
+            return deep_gamblers_loss(logits, y, reward), classes
 
         return [Stage("dg", int(params["epochs"]), _classifier_params, _classifier_modules,
                       _sgd(optim, nesterov=False), dg_loss)]
