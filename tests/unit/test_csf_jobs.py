@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from csfbench.csf.fit_settings import FitSettings
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
 from csfbench.errors import FeatureFileError
@@ -63,7 +64,7 @@ def features(tmp_path_factory):
 def _run_group(features, root, group):
     files, _ = features
     fit = root / group / "fit.h5"
-    fit_csf(SPEC, CSF_CFG, group, files["train"], files["val"], fit)
+    fit_csf(SPEC, FitSettings.from_config(CSF_CFG), group, files["train"], files["val"], fit)
     names = ("val", "test", "ood")
     # one scoring job per (model, fit group): every evaluation set into one scores and one metrics file
     score_csf(SPEC, [SETS[name] for name in names], fit, {name: files[name] for name in names},
@@ -104,7 +105,7 @@ def test_nan_features_are_rejected_with_the_file_and_dataset(features, tmp_path)
     splits["val"].features[3, 2] = np.nan
     bad = write_feature_file(tmp_path / "val.h5", splits["val"], ctx)
     with pytest.raises(FeatureFileError, match=r"val.h5: dataset 'features': expected finite values, found 1"):
-        fit_csf(SPEC, CSF_CFG, "none", files["train"], bad, tmp_path / "fit.h5")
+        fit_csf(SPEC, FitSettings.from_config(CSF_CFG), "none", files["train"], bad, tmp_path / "fit.h5")
     assert not (tmp_path / "fit.h5").exists()
 
 
@@ -113,7 +114,7 @@ def test_a_feature_file_of_another_model_is_rejected(features, tmp_path):
     splits, ctx = make_splits(passes=3)
     other = write_feature_file(tmp_path / "val.h5", splits["val"], ctx, model="vgg13_dg_do1_rew2.2_run1")
     with pytest.raises(FeatureFileError, match="attribute 'model': expected 'vgg13_devries_do1_rew0_run1'"):
-        fit_csf(SPEC, CSF_CFG, "none", files["train"], other, tmp_path / "fit.h5")
+        fit_csf(SPEC, FitSettings.from_config(CSF_CFG), "none", files["train"], other, tmp_path / "fit.h5")
 
 
 def test_an_all_correct_id_set_gives_zero_risk_and_omits_undefined_metrics():

@@ -36,15 +36,17 @@ MI), which are not registry CSFs.  Choices:
 
 * **Hyper-parameters** are the keys of the CSF's search space (``Csf.space``), every one required as a
   keyword argument: a real number, an integer where the space is one of integers (numpy scalars
-  included).  A CSF without a space takes none.  A value outside the search range is allowed (the range
-  is what the engine tunes in); a score that gives every row the same value, as a degenerate choice
-  can (ReAct's clip at percentile 0.9 of mostly-zero activations), warns (``UserWarning``).
+  included; the CSF receives each as its kind, :meth:`~csfbench.csf.registry.Csf.typed`).  A CSF without
+  a space takes none.  A value outside the search range is allowed (the range is what the engine tunes
+  in); a score that gives every row the same value, as a degenerate choice can (ReAct's clip at
+  percentile 0.9 of mostly-zero activations), warns (``UserWarning``).
 * ``variant``: the projection variant, "none" (default) or, where the CSF supports it, "global",
   "class", "class_avg" or "class_pred" (:mod:`csfbench.csf.projection`).  A projected variant needs
   ``projection_variance`` v ∈ (0, 1], the fraction of the training features' variance its PCA keeps
   (not KPCA RecError's own hyper-parameter ``variance``);
   the PCA (one of the correctly classified training features, or one per class) is fitted in
-  :meth:`Detector.fit`.  The engine tunes v on validation within [0.85, 0.99] and the configuration
+  :meth:`Detector.fit`.  The engine tunes v on validation within its built-in range
+  (:data:`~csfbench.csf.registry.PROJECTION_SPACE`, [0.85, 0.99]) and the configuration
   schema has no default for it (nor may the ``csf`` package read the workflow settings), so v is
   required for projected variants and refused for "none".
 * ``temperature_scaling``: the temperature T > 0 (dimensionless) of the variant's logits, used by the
@@ -135,7 +137,7 @@ def detector(name: str, *, variant: str = "none", temperature_scaling: float | s
         readers = ", ".join(c.name for c in CSFS if c.uses_temperature)
         raise ValueError(f"CSF {name} reads no temperature, so temperature_scaling must stay 1.0 (got "
                          f"{temperature_scaling!r}); the CSFs that read one: {readers}")
-    return Detector(csf, variant, dict(hyper_parameters), temperature_scaling, projection_variance, backbone,
+    return Detector(csf, variant, csf.typed(hyper_parameters), temperature_scaling, projection_variance, backbone,
                     quirks)
 
 

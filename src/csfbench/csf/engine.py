@@ -29,70 +29,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from csfbench.csf import logit_scores as ls
+from csfbench.csf.fit_settings import TuningSettings, resolved_budgets  # noqa: F401 (resolved_budgets: re-exported)
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, project, projection_states,
                                      rec_confidence)
-from csfbench.csf.registry import (BY_NAME, EXPECTED, PROTOCOLS, TEMPERATURES, Csf, ModelContext, bounds,
-                                   flavour_name, grid_points, variants_for)
+from csfbench.csf.registry import (BY_NAME, EXPECTED, PROJECTION_SPACE, Csf, ModelContext, bounds, flavour_name,
+                                   grid_points, space_bounds, variants_for)
 from csfbench.csf.temperature import fit_temperature, fit_temperatures
-from csfbench.csf.tuning import grid_search, tune
+from csfbench.csf.tuning import grid_search
 from csfbench.csf.views import View, build_views, variant_logits
 from csfbench.metrics import auroc, augrc
 
 log = logging.getLogger(__name__)
 ID_SPLITS = ("train", "val", "test")
-
-
-@dataclass
-class TuningSettings:
-    """Search budgets and fixed values from the config's ``csf`` section.
-
-    ``init_points`` + ``n_iter`` is the budget of every tuned quantity except those in ``budgets``
-    ({CSF name or "projection": (init_points, n_iter)}); ``seed`` seeds the Bayesian optimisation.
-    ``temperatures`` (of :data:`~csfbench.csf.registry.TEMPERATURES`) are the temperatures every CSF that
-    reads one runs at, ``protocols`` (of :data:`~csfbench.csf.registry.PROTOCOLS`) the tuning protocols of
-    every CSF with a grid, ``grids`` ({CSF name: {param: values}}) replace published grid values.
-    The config's defaults are those of ``csf`` in ``config/schema.yaml``.
-    """
-
-    init_points: int
-    n_iter: int
-    seed: int
-    fixed: dict = field(default_factory=dict)          # {CSF name or "projection": {param: value}}
-    search_space: dict = field(default_factory=dict)   # {CSF name or "projection": {param: [low, high]}}
-    budgets: dict = field(default_factory=dict)        # {CSF name or "projection": (init_points, n_iter)}
-    temperatures: tuple[str, ...] = ("fitted",)
-    protocols: tuple[str, ...] = ("bayes",)
-    grids: dict = field(default_factory=dict)          # {CSF name: {param: values}}
-
-    def __post_init__(self):
-        for key, values, known in (("temperatures", self.temperatures, TEMPERATURES),
-                                   ("protocols", self.protocols, PROTOCOLS)):
-            unknown = [v for v in values if v not in known]
-            if unknown or not values:
-                raise ValueError(f"tuning {key}: expected a non-empty list of {list(known)}, got {list(values)}")
-        self.temperatures, self.protocols = tuple(self.temperatures), tuple(self.protocols)
-
-    @classmethod
-    def from_config(cls, csf_cfg: dict) -> "TuningSettings":
-        """From a validated config's ``csf`` section (or its cut :func:`csfbench.workflow.grid.csf_fit_config`)."""
-        t = csf_cfg["tuning"]
-        return cls(int(t["init_points"]), int(t["n_iter"]), int(t["seed"]), csf_cfg["fixed"],
-                   csf_cfg["search_space"], resolved_budgets(t), tuple(csf_cfg["temperatures"]),
-                   tuple(t["protocols"]), t["grids"])
-
-    def budget(self, name: str) -> tuple[int, int]:
-        """(init_points, n_iter) of the tuned quantity ``name`` (a CSF name or "projection")."""
-        return tuple(self.budgets.get(name, (self.init_points, self.n_iter)))
-
-    def search(self, objective, space: dict, name: str, label: str):
-        """:func:`~csfbench.csf.tuning.tune` with the budget of ``name`` and the seed."""
-        return tune(objective, space, *self.budget(name), self.seed, label=label)
-
-
-def resolved_budgets(tuning_cfg: dict) -> dict[str, tuple[int, int]]:
-    """{name: (init_points, n_iter)} from a validated config's ``csf.tuning.budgets``."""
-    return {name: (int(b["init_points"]), int(b["n_iter"])) for name, b in tuning_cfg["budgets"].items()}
 
 
 @dataclass
@@ -225,7 +174,7 @@ def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelConte
     """The fitted projection state of ``group`` with its variance v tuned on val."""
     if group == "none":
         return {"group": "none"}
-    space = {"variance": (*tuning.search_space.get("projection", {}).get("variance", (0.85, 0.99)), "float")}
+    space = space_bounds(PROJECTION_SPACE, ctx.n_classes, tuning.search_space.get("projection"))
     fixed = tuning.fixed.get("projection", {})
     state = projection_states(group, train.features, train.labels, train.correct, ctx.n_classes)
     if group == "global":
@@ -236,7 +185,7 @@ def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelConte
             return class_rec_confidence(val.features, st["subspaces"]).max(1)
 
     if "variance" in fixed:
-        return state(float(fixed["variance"]))
+        return state(fixed["variance"])
     best, _, _ = tuning.search(lambda p: _objective(val_conf(state(p["variance"])), val), space, "projection",
                                f"{group} projection")
     return state(best["variance"])

@@ -5,10 +5,12 @@ Every CSF is one :class:`Csf`: an optional ``fit(train_view, ctx, hp) -> state``
 features of the same variant (every statistic is refitted in the variant's feature space, as in the
 authors' code),
 and ``score(state, view, ctx, hp) -> confidence`` (N,), **higher = more confident / more ID**.
-``space`` is the hyper-parameter search space tuned on validation; an upper bound of
-``"n_classes"`` means C.  Claros-Olivares & Brockmeier's CSFs give 83 non-MCD variants for a CNN paradigm and 82 for
-a ViT (no paradigm confidence head), tested against the support matrix of docs/methods.md; the
-post-hoc detectors of ICONIC-444 and ImageNet-OOD add 15 more, on the unprojected outputs only.
+``space`` is the hyper-parameter search space tuned on validation, {param: :class:`~csfbench.csf.tuning.Param`}
+(its built-in range and kind; an upper bound of ``"n_classes"`` means C): ``fit`` and ``score`` receive every
+value as its kind (``hp["k"]`` an int), typed once where it enters (:meth:`Csf.typed`).
+Claros-Olivares & Brockmeier's CSFs give 83 non-MCD variants for a CNN paradigm and 82 for a ViT (no
+paradigm confidence head), tested against the support matrix of docs/methods.md; the post-hoc detectors
+of ICONIC-444 and ImageNet-OOD add 15 more, on the unprojected outputs only.
 
 Flavours: a CSF that reads a temperature (``uses_temperature``) runs at the validation-fitted T of
 Claros-Olivares & Brockmeier and/or at T = 1 (ICONIC-444, ImageNet-OOD), and a CSF with a published ``grid`` is tuned by
@@ -44,6 +46,7 @@ from csfbench.csf.nnguide import nnguide_bank, nnguide_score
 from csfbench.csf.pnml import pnml_fit, pnml_score
 from csfbench.csf.projection import VARIANTS
 from csfbench.csf import subspace_scores as sub
+from csfbench.csf.tuning import Param
 
 QUIRKS = ("strict", "compat_authors")
 ALL = VARIANTS
@@ -87,7 +90,7 @@ class Csf:
     variants: tuple[str, ...]
     score: Callable
     fit: Callable | None = None
-    space: dict = field(default_factory=dict)
+    space: dict[str, Param] = field(default_factory=dict)
     cnn_only: bool = False
     # variant -> variant whose fitted state and hyper-parameters it shares (KPCA class modes); the
     # owner's ``score`` then returns {variant: confidence} for all sharing variants in one pass
@@ -107,10 +110,15 @@ class Csf:
         """The inputs the CSF reads in ``variant``."""
         return self.reads if variant == "none" else PROJECTED_READS
 
+    def typed(self, params) -> dict:
+        """``params`` ({param: value}) with each value of a parameter of ``space`` as its kind
+        (:meth:`~csfbench.csf.tuning.Param.value`); any other key is kept as it is."""
+        return {k: self.space[k].value(v) if k in self.space else v for k, v in params.items()}
 
-def _span(grid: dict[str, tuple], kind: str) -> dict:
-    """A search space spanning a published grid: {param: (min, max, kind)}."""
-    return {name: (min(values), max(values), kind) for name, values in grid.items()}
+
+def _span(grid: dict[str, tuple], kind: str) -> dict[str, Param]:
+    """A search space spanning a published grid: {param: Param(min, max, kind)}."""
+    return {name: Param(min(values), max(values), kind) for name, values in grid.items()}
 
 
 def _ash(rule: str) -> Callable:
@@ -118,8 +126,8 @@ def _ash(rule: str) -> Callable:
     return lambda state, view, ctx, hp: shaping.ash_score(view.features, ctx.weight, ctx.bias, hp["percentile"], rule)
 
 
-def _int_bounds_m() -> dict:
-    return {"m": (1, "n_classes", "int"), "gamma": (1e-6, 0.999999, "float")}
+def _int_bounds_m() -> dict[str, Param]:
+    return {"m": Param(1, "n_classes", "int"), "gamma": Param(1e-6, 0.999999, "float")}
 
 
 def _bank_logits(view, ctx):
@@ -182,9 +190,9 @@ def _landmark_energy(train, ctx):
 def _kpca_fit(train, ctx, hp):
     args = (train.split.features, _landmark_energy(train, ctx))
     if train.variant == "global":
-        return kpca.kpca_fit(*args, hp["gamma"], int(hp["n_landmarks"]), hp["variance"])
+        return kpca.kpca_fit(*args, hp["gamma"], hp["n_landmarks"], hp["variance"])
     return kpca.kpca_fit_classes(train.split.features, train.split.labels, args[1], ctx.n_classes, hp["gamma"],
-                                 int(hp["n_landmarks"]), hp["variance"])
+                                 hp["n_landmarks"], hp["variance"])
 
 
 def _kpca_score(state, view, ctx, hp):
@@ -217,9 +225,9 @@ CSFS: tuple[Csf, ...] = (
     Csf("MSR", ALL, lambda s, v, c, hp: ls.msr(v.probs), uses_temperature=True, reads=_LOGITS),
     Csf("MLS", ALL, lambda s, v, c, hp: ls.mls(v.logits, v.temperature), uses_temperature=True, reads=_LOGITS),
     Csf("PE", ALL, lambda s, v, c, hp: ls.pe(v.probs), uses_temperature=True, reads=_LOGITS),
-    Csf("GEN", ALL, lambda s, v, c, hp: ls.gen(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m(),
+    Csf("GEN", ALL, lambda s, v, c, hp: ls.gen(v.probs, hp["m"], hp["gamma"]), space=_int_bounds_m(),
         uses_temperature=True, grid=logit_methods.GEN_GRID, reads=_LOGITS),
-    Csf("REN", ALL, lambda s, v, c, hp: ls.ren(v.probs, int(hp["m"]), hp["gamma"]), space=_int_bounds_m(),
+    Csf("REN", ALL, lambda s, v, c, hp: ls.ren(v.probs, hp["m"], hp["gamma"]), space=_int_bounds_m(),
         uses_temperature=True, reads=_LOGITS),
     Csf("GE", ALL, lambda s, v, c, hp: ls.ge(v.probs), uses_temperature=True, reads=_LOGITS),
     Csf("PCE", ALL, lambda s, v, c, hp: ls.pce(v.probs), uses_temperature=True, reads=_LOGITS),
@@ -227,18 +235,19 @@ CSFS: tuple[Csf, ...] = (
     Csf("GradNorm", NO_CLASS, _gradnorm_score, uses_temperature=True, reads=frozenset({"features", "logits"})),
     Csf("PCA RecError", PROJECTED, lambda s, v, c, hp: v.rec),
     Csf("KPCA RecError", PROJECTED, _kpca_score, _kpca_fit,
-        space={"variance": (0.85, 0.99, "float"), "gamma": (0.1, 1.0, "float"),
-               "n_landmarks": (2000, 5000, "int")},
+        space={"variance": Param(0.85, 0.99, "float"), "gamma": Param(0.1, 1.0, "float"),
+               "n_landmarks": Param(2000, 5000, "int")},
         shares={"class_avg": "class", "class_pred": "class"}, uses_temperature=True),
     Csf("CTM", ALL, _cos_score(lambda state, ctx: ctx.weight, "cos_weight"), reads=_FEATURES_HEAD),
     Csf("CTMmean", ALL, _cos_score(lambda state, ctx: state["means"], "cos_mean"), _fit_class_means(False),
         reads=frozenset({"features", "labels"})),
     Csf("CTMmeanOC", ("none",), _cos_score(lambda state, ctx: state["means"], "cos_mean"), _fit_class_means(True),
         reads=frozenset({"features", "logits", "labels"})),
-    Csf("NNGuide", NO_CLASS, lambda s, v, c, hp: nnguide_score(v.features, v.logits, s["bank"], int(hp["k"])),
+    Csf("NNGuide", NO_CLASS, lambda s, v, c, hp: nnguide_score(v.features, v.logits, s["bank"], hp["k"]),
         lambda t, c, hp: {"bank": nnguide_bank(t.features, _bank_logits(t, c), t.split.labels, c.n_classes,
                                                hp["alpha"])},
-        space={"k": (10, 500, "int"), "alpha": (0.1, 0.5, "float")}, reads=frozenset({"features", "logits", "labels"})),
+        space={"k": Param(10, 500, "int"), "alpha": Param(0.1, 0.5, "float")},
+        reads=frozenset({"features", "logits", "labels"})),
     Csf("fDBD", NO_CLASS, lambda s, v, c, hp: fdbd(v.features, _bank_logits(v, c), c.weight, s["mean"]),
         lambda t, c, hp: {"mean": t.features.mean(0, dtype=np.float64)},
         reads=frozenset({"features", "logits", "head"})),
@@ -265,7 +274,7 @@ CSFS: tuple[Csf, ...] = (
         lambda t, c, hp: templates.klm_fit(t.logits), reads=_LOGITS),
     Csf("OpenMax", ("none",), lambda s, v, c, hp: openmax.openmax_score(s, v.logits),
         lambda t, c, hp: openmax.openmax_fit(t.logits, t.split.labels), reads=frozenset({"logits", "labels"})),
-    Csf("KNN", ("none",), lambda s, v, c, hp: knn_score(s, v.features, int(hp["k"])),
+    Csf("KNN", ("none",), lambda s, v, c, hp: knn_score(s, v.features, hp["k"]),
         lambda t, c, hp: knn_fit(t.features), space=_span(KNN_GRID, "int"), grid=KNN_GRID,
         reads=frozenset({"features"})),
     Csf("ReAct", ("none",), lambda s, v, c, hp: shaping.react_score(s, v.features, c.weight, c.bias),
@@ -288,6 +297,13 @@ CSFS: tuple[Csf, ...] = (
 )
 
 BY_NAME = {csf.name: csf for csf in CSFS}
+#: the projection's tuned variance v, the fraction of the training features' variance its global or class PCA
+#: keeps (:mod:`csfbench.csf.projection`): the built-in search range, which ``csf.search_space.projection``
+#: replaces as a CSF's own ``search_space`` entry replaces its range
+PROJECTION_SPACE: dict[str, Param] = {"variance": Param(0.85, 0.99, "float")}
+#: the declared parameters of every tuned quantity, {CSF name or "projection": {param: Param}}: what the
+#: config's ``csf.fixed``, ``csf.search_space`` and ``csf.tuning.grids`` can name
+SPACES: dict[str, dict[str, Param]] = {**{csf.name: csf.space for csf in CSFS}, "projection": PROJECTION_SPACE}
 # MCD-E ("expected") variants: the mean over dropout passes of these per-pass scores (authors' code)
 EXPECTED = ("MSR", "MLS", "PE", "GEN", "REN", "GE", "PCE", "Energy")
 # Pairs of (CSF, variant) score keys of one model that coincide by definition (MSP and MSR@T1 up to MSP's
@@ -361,12 +377,18 @@ def variants_for(backbone: str, variants: tuple[str, ...] = VARIANTS,
             and (methods is None or csf.name in methods)]
 
 
-def bounds(csf: Csf, ctx: ModelContext, overrides: dict | None = None) -> dict[str, tuple]:
-    """The search space of ``csf`` for this model: {param: (low, high, kind)}; config ``overrides``
+def bounds(csf: Csf, ctx: ModelContext, overrides: dict | None = None) -> dict[str, Param]:
+    """The search space of ``csf`` for this model: {param: Param(low, high, kind)}; config ``overrides``
     replace (low, high) per parameter."""
+    return space_bounds(csf.space, ctx.n_classes, overrides)
+
+
+def space_bounds(space: dict[str, Param], n_classes: int, overrides: dict | None = None) -> dict[str, Param]:
+    """``space`` ({param: Param}, a CSF's or :data:`PROJECTION_SPACE`) with an upper bound ``"n_classes"``
+    resolved to ``n_classes`` and (low, high) replaced per parameter by ``overrides``."""
     out = {}
-    for name, (low, high, kind) in csf.space.items():
+    for name, (low, high, kind) in space.items():
         if overrides and name in overrides:
             low, high = overrides[name]
-        out[name] = (low, ctx.n_classes if high == "n_classes" else high, kind)
+        out[name] = Param(low, n_classes if high == "n_classes" else high, kind)
     return out

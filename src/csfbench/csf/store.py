@@ -32,6 +32,7 @@ from csfbench.atomic import atomic_hdf5
 from csfbench.csf.engine import FittedCsf, FittedMode
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.projection import ClassSubspaces
+from csfbench.csf.registry import BY_NAME
 from csfbench.errors import FeatureFileError
 from csfbench.specs import GROUP_KEYS
 
@@ -106,6 +107,13 @@ def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.nda
                 _write_arrays(c, {"tuning/probed": item.probed, "tuning/objective": item.objectives})
 
 
+def _params(csf: str, text: str) -> dict:
+    """A fitted CSF's hyper-parameters from their JSON, each as the kind its registry entry declares (a JSON
+    number of an integer parameter may read back as a float)."""
+    params = json.loads(text)
+    return BY_NAME[csf].typed(params) if csf in BY_NAME else params
+
+
 def read_fit(path: str | Path) -> tuple[dict[str, FittedMode], tuple[np.ndarray, np.ndarray], dict]:
     """The fitted modes, the head (W, b) and the attributes of a ``fit.h5``."""
     path = Path(path)
@@ -128,7 +136,7 @@ def read_fit(path: str | Path) -> tuple[dict[str, FittedMode], tuple[np.ndarray,
             for name, per_csf in g["csf"].items():
                 for variant, c in per_csf.items():
                     state = {k: v[()] for k, v in c.items() if isinstance(v, h5py.Dataset)}
-                    csfs[(name, variant)] = FittedCsf(json.loads(c.attrs["params"]), state or None,
+                    csfs[(name, variant)] = FittedCsf(_params(str(c.attrs["csf"]), c.attrs["params"]), state or None,
                                                       c["tuning/probed"][()], c["tuning/objective"][()],
                                                       str(c.attrs["shares"]) or None, str(c.attrs["undefined"]),
                                                       str(c.attrs["csf"]), str(c.attrs["temperature"]),

@@ -8,14 +8,16 @@
   App. B.2, Table 7): every point of a grid; the caller's objective is the AUROC of the CSF on the ID
   validation split against an OOD validation set.
 
-Integer parameters are truncated with ``int()``.  The objective is supplied by the caller, so nothing
-here reads data; both searches are deterministic (a fixed seed; the grid in its given order).
+A tuned parameter is declared as a :class:`Param` (its built-in range and kind, in the registry); every
+value of it, probed, gridded, fixed in the config or read back from a fit file, becomes its kind by
+:meth:`Param.value` (``int()`` truncation for integers).  The objective is supplied by the caller, so
+nothing here reads data; both searches are deterministic (a fixed seed; the grid in its given order).
 """
 from __future__ import annotations
 
 import itertools
 import logging
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -23,9 +25,22 @@ log = logging.getLogger(__name__)
 WORST = -1.0  # −AUGRC is ≥ −0.5 and AUROC ≥ 0: a failed evaluation is scored below every valid one
 
 
+class Param(NamedTuple):
+    """A tuned hyper-parameter: its search range [``low``, ``high``] (``high`` ``"n_classes"`` = C, resolved by
+    :func:`csfbench.csf.registry.bounds`) and its ``kind``, ``"int"`` or ``"float"``."""
+
+    low: float
+    high: float | str
+    kind: str
+
+    def value(self, value) -> int | float:
+        """``value`` as this parameter's kind: ``int()`` (truncation) for an integer, ``float()`` otherwise."""
+        return int(value) if self.kind == "int" else float(value)
+
+
 def cast(params: dict, space: dict) -> dict:
-    """Apply ``int()`` truncation to the integer parameters of ``space`` ({name: (low, high, kind)})."""
-    return {k: int(v) if space[k][2] == "int" else float(v) for k, v in params.items()}
+    """``params`` as the kinds of ``space`` ({name: :class:`Param` or (low, high, kind)}): :meth:`Param.value`."""
+    return {k: Param(*space[k]).value(v) for k, v in params.items()}
 
 
 def tune(objective: Callable[[dict], float], space: dict, init_points: int, n_iter: int, seed: int,

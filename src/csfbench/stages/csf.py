@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from csfbench.csf.engine import TuningSettings, fit_mode, score_mode, tuning_protocols
+from csfbench.csf.engine import fit_mode, score_mode, tuning_protocols
+from csfbench.csf.fit_settings import FitSettings
 from csfbench.csf.inputs import load_splits
 from csfbench.csf.registry import ModelContext
 from csfbench.csf.score_files import write_set_scores
@@ -29,33 +30,30 @@ def _context(spec: ModelSpec, head: tuple[np.ndarray, np.ndarray], quirks: str) 
                         class_outputs(bias, c, axis=0), weight, bias, quirks)
 
 
-def fit_csf(spec: ModelSpec, csf_settings: dict, fit_group: str, train_h5: str | Path, val_h5: str | Path,
+def fit_csf(spec: ModelSpec, settings: FitSettings, fit_group: str, train_h5: str | Path, val_h5: str | Path,
             out_h5: str | Path, ood_val_h5: str | Path | None = None) -> None:
     """Fit every CSF variant of one (model, fit group) on train + val into ``fit.h5``.
 
-    ``csf_settings``: the config's ``csf`` section as :func:`csfbench.workflow.grid.csf_fit_config` cuts it for the
-    model's source; ``ood_val_h5``: the feature file of its OOD validation set
-    (``csf_settings["tuning"]["ood_validation"]``), needed by the grid tuning protocol only.
+    ``settings``: the config's ``csf`` section as the workflow cuts it for the model's source and the fit
+    group, parsed (:meth:`~csfbench.csf.fit_settings.FitSettings.from_json`); ``ood_val_h5``: the feature
+    file of its OOD validation set (``settings.ood_validation``), needed by the grid tuning protocol only.
     """
     expect = run_attrs(spec)  # a feature file of another model, or of another run of it, is rejected
     arrays, _ = read_features(train_h5, keys=("head/weight", "head/bias"))
     if "head/weight" not in arrays:
         raise ValueError(f"{train_h5}: the train feature file has no 'head/weight'")
     head = (arrays["head/weight"], arrays["head/bias"])
-    quirks = csf_settings["quirks"]
-    tuning = TuningSettings.from_config(csf_settings)
+    quirks, tuning, ood_name = settings.quirks, settings.tuning, settings.ood_validation
     train, val = (load_splits(path, spec.modes, expect) for path in (train_h5, val_h5))
-    ood_name = csf_settings["tuning"]["ood_validation"] if "grid" in tuning.protocols else None
     if ood_name is not None and ood_val_h5 is None:
         raise ValueError(f"{spec.model}: the grid tuning protocol needs the features of the OOD validation set "
                          f"{ood_name!r}")
     ood_val = load_splits(ood_val_h5, spec.modes, {**expect, "dataset": ood_name}) if ood_name else {}
-    methods = None if csf_settings["methods"] is None else frozenset(csf_settings["methods"])
-    modes = {mode: fit_mode(fit_group, train[mode], val[mode], _context(spec, head, quirks), tuning, methods,
-                            ood_val.get(mode))
+    modes = {mode: fit_mode(fit_group, train[mode], val[mode], _context(spec, head, quirks), tuning,
+                            settings.methods, ood_val.get(mode))
              for mode in spec.modes}
     attrs = {"source": spec.source, "model": spec.model, "group": fit_group, "quirks": quirks,
-             "csf_config": json.dumps(csf_settings, sort_keys=True), "config_hash": spec_hash(spec.to_dict()),
+             "csf_config": settings.config_json, "config_hash": spec_hash(spec.to_dict()),
              "tuning_protocols": json.dumps(list(tuning.protocols)), "ood_validation": ood_name or "",
              "package_version": package_version(), "git_commit": git_commit(), "created": utc_now()}
     write_fit(out_h5, modes, head, attrs)
@@ -84,4 +82,3 @@ def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, fea
 
     attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
     write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, attrs)
-
