@@ -61,13 +61,13 @@ def test_pad_equals_torchvision_pad_then_resize(interp, fill):
         left, top = (side - w) // 2, (side - h) // 2
         ref = T.Compose([T.Pad((left, top, side - w - left, side - h - top), fill=fill),
                          T.Resize((size, size), interpolation=MODES[interp])])
-        out = fit_geometry(img, size, "pad", interpolation=interp, fill=fill)
+        out = fit_geometry(img, size, "pad", 0.875, interp, fill=fill)
         np.testing.assert_array_equal(out, _reference(img, ref), err_msg=f"{h}x{w}")
 
 
 def test_pad_keeps_the_whole_image_and_fills_the_border():
     img = np.full((2, 6, 3), 255, dtype=np.uint8)
-    out = fit_geometry(img, 6, "pad", interpolation="nearest", fill=7)
+    out = fit_geometry(img, 6, "pad", 0.875, "nearest", fill=7)
     assert (out[:2] == 7).all() and (out[4:] == 7).all() and (out[2:4] == 255).all()
 
 
@@ -76,7 +76,7 @@ def test_stretch_equals_torchvision_resize_to_square(interp):
     for h, w in SHAPES:
         img = _image(h, w)
         ref = T.Resize((8, 8), interpolation=MODES[interp])
-        np.testing.assert_array_equal(fit_geometry(img, 8, "stretch", interpolation=interp), _reference(img, ref))
+        np.testing.assert_array_equal(fit_geometry(img, 8, "stretch", 0.875, interp), _reference(img, ref))
 
 
 def test_imagenet_resize_256_crop_224_like_torchvision_weights():
@@ -102,7 +102,7 @@ def test_crop_modes_equal_timm_eval_transform(crop_mode, geometry, crop_pct, int
 
 def test_stretch_leaves_a_square_image_of_the_right_size_untouched():
     img = _image(8, 8)
-    assert fit_geometry(img, 8) is img
+    assert fit_geometry(img, 8, "stretch", 0.875, "bilinear") is img
 
 
 def test_make_loader_defaults_to_the_bilinear_stretch():
@@ -133,7 +133,8 @@ def test_make_loader_passes_the_geometry_through():
 ])
 def test_bad_geometry_settings_are_refused(kwargs, match):
     images = ArrayImageSet("s", np.zeros((1, 4, 4, 3), np.uint8), np.zeros(1), np.zeros(1))
+    valid = {"crop_pct": 0.875, "interpolation": "bilinear"}
     with pytest.raises(ValueError, match=match):
-        TorchImages(images, 4, **kwargs)
+        TorchImages(images, 4, **{"geometry": "stretch", **valid, **kwargs})
     with pytest.raises(ValueError, match=match):
-        fit_geometry(np.zeros((4, 5, 3), np.uint8), 4, **{"geometry": "resize_crop", **kwargs})
+        fit_geometry(np.zeros((4, 5, 3), np.uint8), 4, **{"geometry": "resize_crop", **valid, **kwargs})

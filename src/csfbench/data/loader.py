@@ -2,7 +2,7 @@
 
 How an image of any shape becomes S×S is the *geometry* (:func:`fit_geometry`):
 
-* ``stretch`` (the default): resize both sides to S, the aspect ratio lost.  An image already S×S is
+* ``stretch``: resize both sides to S, the aspect ratio lost.  An image already S×S is
   left untouched.
 * ``resize_crop``: resize the shorter side to ``floor(S / crop_pct)`` (the longer side in proportion,
   truncated), then take the centred S×S crop.  This is the ImageNet evaluation of torchvision's weights
@@ -17,6 +17,11 @@ How an image of any shape becomes S×S is the *geometry* (:func:`fit_geometry`):
 
 All resizing is PIL's (antialiased), with the sizes and crop offsets computed exactly as
 ``torchvision.transforms.Resize`` / ``CenterCrop`` / ``Pad`` do on PIL images, so the pixels equal theirs.
+
+The geometry's defaults are the configuration schema's (``image_geometry``: the bilinear stretch, crop
+fraction 0.875); every function here takes the geometry explicitly except :func:`make_loader`, whose
+keyword defaults stand in for the default geometry that a model spec leaves out
+(:attr:`csfbench.specs.ModelSpec.loader_geometry` is ``{}`` for it).
 """
 from __future__ import annotations
 
@@ -36,10 +41,11 @@ INTERPOLATIONS = {
     "bicubic": Image.Resampling.BICUBIC,
     "nearest": Image.Resampling.NEAREST,
 }
+#: the schema's ``image_geometry`` default crop fraction, :func:`make_loader`'s default
 DEFAULT_CROP_PCT = 0.875
 
 
-def check_geometry(geometry: str, crop_pct: float = DEFAULT_CROP_PCT, interpolation: str = "bilinear") -> None:
+def check_geometry(geometry: str, crop_pct: float, interpolation: str) -> None:
     """Raise ``ValueError`` naming the bad value unless ``geometry``, ``crop_pct`` (0 < p ≤ 1) and
     ``interpolation`` are known."""
     if geometry not in GEOMETRIES:
@@ -87,8 +93,8 @@ def _pad_square(img: Image.Image, fill: int | Sequence[int]) -> Image.Image:
     return canvas
 
 
-def fit_geometry(img: np.ndarray, image_size: int, geometry: str = "stretch", crop_pct: float = DEFAULT_CROP_PCT,
-                 interpolation: str = "bilinear", fill: int | Sequence[int] = 0) -> np.ndarray:
+def fit_geometry(img: np.ndarray, image_size: int, geometry: str, crop_pct: float, interpolation: str,
+                 fill: int | Sequence[int] = 0) -> np.ndarray:
     """An H×W×3 uint8 image as an S×S×3 uint8 image by ``geometry`` (see the module docstring).
 
     ``crop_pct`` is used by ``resize_crop`` and ``stretch_crop``, ``fill`` (0..255, one value or RGB) by
@@ -117,11 +123,10 @@ def fit_geometry(img: np.ndarray, image_size: int, geometry: str = "stretch", cr
 
 
 class TorchImages(Dataset):
-    """Items are (uint8 3×S×S tensor, label, index); images are brought to S×S by ``geometry``
-    (default ``stretch``: resized bilinearly, PIL; see :func:`fit_geometry`)."""
+    """Items are (uint8 3×S×S tensor, label, index); images are brought to S×S by ``geometry``,
+    ``crop_pct``, ``interpolation`` and ``fill`` (:func:`fit_geometry`)."""
 
-    def __init__(self, images: ImageSet, image_size: int, geometry: str = "stretch",
-                 crop_pct: float = DEFAULT_CROP_PCT, interpolation: str = "bilinear",
+    def __init__(self, images: ImageSet, image_size: int, geometry: str, crop_pct: float, interpolation: str,
                  fill: int | Sequence[int] = 0):
         check_geometry(geometry, crop_pct, interpolation)
         self.images = images
@@ -148,7 +153,9 @@ def make_loader(images: ImageSet, image_size: int, batch_size: int, shuffle: boo
     """Batches in file order, or shuffled by a generator seeded with ``seed`` (deterministic).
 
     ``geometry``, ``crop_pct``, ``interpolation`` and ``fill`` choose how images become S×S
-    (:func:`fit_geometry`); the defaults keep the bilinear stretch."""
+    (:func:`fit_geometry`); the defaults are the schema's default geometry, the bilinear stretch, kept for
+    the callers that pass a model's :attr:`~csfbench.specs.ModelSpec.loader_geometry` (``{}`` for it) or
+    none (:mod:`csfbench.proximity.encoders`)."""
     generator = torch.Generator().manual_seed(seed)
     dataset = TorchImages(images, image_size, geometry=geometry, crop_pct=crop_pct, interpolation=interpolation,
                           fill=fill)
