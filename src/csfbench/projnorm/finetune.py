@@ -27,6 +27,7 @@ from csfbench.data.transforms import normalize
 from csfbench.models import build_model
 from csfbench.models.network import Classifier
 from csfbench.specs import ModelSpec
+from csfbench.heads import class_outputs
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def predict(model: Classifier, spec: ModelSpec, images: ImageSet, batch_size: in
     preds = []
     for raw, _, _ in make_loader(images, spec.image_size, batch_size, **spec.loader_geometry):
         x = normalize(raw.to(device), **spec.normalize)
-        preds.append(model(x).logits[:, :spec.n_classes].argmax(1).cpu().numpy())
+        preds.append(class_outputs(model(x).logits, spec.n_classes).argmax(1).cpu().numpy())
     return np.concatenate(preds) if preds else np.zeros(0, np.int64)
 
 
@@ -78,7 +79,7 @@ def finetune(model: Classifier, spec: ModelSpec, images: ImageSet, labels: np.nd
                              seed=int(settings["seed"]) + epoch, **spec.loader_geometry)
         for raw, _, index in loader:
             x = normalize(raw.to(device), **spec.normalize)
-            loss = F.cross_entropy(model(x).logits[:, :spec.n_classes].float(), labels[index].to(device))
+            loss = F.cross_entropy(class_outputs(model(x).logits, spec.n_classes).float(), labels[index].to(device))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

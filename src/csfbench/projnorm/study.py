@@ -16,6 +16,7 @@ import pandas as pd
 from csfbench.features.store import read_features, run_attrs, validate_feature_file
 from csfbench.projnorm import baselines
 from csfbench.specs import ModelSpec
+from csfbench.heads import class_outputs
 
 COLUMNS = ["source", "model", "dataset", "shift_type", "n", "test_error", "ConfScore", "Entropy", "ATC",
            "AgreeScore", "ProjNorm"]
@@ -25,7 +26,7 @@ def _class_logits(path: str | Path, spec: ModelSpec) -> tuple[np.ndarray, np.nda
     """The class logits (N×C) and labels of a feature file of ``spec``'s run (checked against the contract)."""
     validate_feature_file(path, run_attrs(spec))
     arrays, _ = read_features(path, keys=("logits", "labels"))
-    return arrays["logits"][:, :spec.n_classes], arrays["labels"]
+    return class_outputs(arrays["logits"], spec.n_classes), arrays["labels"]
 
 
 def model_rows(spec: ModelSpec, val_h5: str | Path, sets: list[dict], atc_score: str) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import numpy as np
 from csfbench.errors import ConfigError
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.workflow.sections import Conformal, ConformalFit, CorrectionBand, PredictionSets
+from csfbench.heads import class_outputs
 
 # pandas, the CSF stores, the conformity scores and the metric rows are imported inside the functions that use
 # them: the band job (:func:`correction_band`) needs none of them, and they would cost each of its jobs ~1.2 s
@@ -109,9 +110,10 @@ def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | P
         arrays[split], _ = read_features(path, keys=("features", "logits", "labels", "head/weight", "head/bias",
                                                      "sample_id"))
     c = spec.n_classes
-    head = (arrays["train"]["head/weight"][:c], arrays["train"]["head/bias"][:c])
-    train = {k: arrays["train"][k][:, :c] if k == "logits" else arrays["train"][k] for k in ("features", "logits", "labels")}
-    test = {k: arrays["test"][k][:, :c] if k == "logits" else arrays["test"][k] for k in ("features", "logits")}
+    head = tuple(class_outputs(arrays["train"][f"head/{name}"], c, axis=0) for name in ("weight", "bias"))
+    train = {"features": arrays["train"]["features"], "logits": class_outputs(arrays["train"]["logits"], c),
+             "labels": arrays["train"]["labels"]}
+    test = {"features": arrays["test"]["features"], "logits": class_outputs(arrays["test"]["logits"], c)}
     labels = arrays["test"]["labels"]
     n_cal = int(round(settings.cal_fraction * len(labels)))
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
@@ -150,7 +152,8 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
     from csfbench.csf.store import read_scores, scores_sets
     from csfbench.metrics.conformal import band_roc, read_band
     from csfbench.report import conformal as report
-    from csfbench.report.figures import parse_variant, save_figure
+    from csfbench.csf.projection import parse_variant
+    from csfbench.report.figures import save_figure
     from csfbench.report.tables import write_table
 
     method, delta = settings.methods[0], settings.delta[0]
