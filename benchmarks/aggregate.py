@@ -47,7 +47,8 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from csfbench.aggregate.ranking import Analysis, analyses, rank_results, ranked_rows, ranking_settings
+from csfbench.aggregate.cells import Analysis, analyses, ranking_settings
+from csfbench.aggregate.ranking import rank_results, ranked_rows
 from csfbench.aggregate.results_table import write_results_table
 from csfbench.aggregate.selection import select_configurations, selected_rows
 from csfbench.workflow.grid import Grid

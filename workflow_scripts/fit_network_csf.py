@@ -1,6 +1,6 @@
 from csfbench.logs import job_logging
 from csfbench.workflow.sections import NetworkCsfFit
-from csfbench.workflow.settings import loader_workers
+from csfbench.workflow.resources import loader_workers
 from csfbench.specs import ModelSpec
 from csfbench.stages.network_csf import fit_network_csf
 

@@ -1,7 +1,7 @@
 import json
 
 from csfbench.logs import job_logging
-from csfbench.workflow.settings import loader_workers
+from csfbench.workflow.resources import loader_workers
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.stages.network_csf import network_csf
 

@@ -1,7 +1,7 @@
 from csfbench.data.eval_sets import eval_images
 from csfbench.logs import job_logging
 from csfbench.workflow.sections import PredictionSets
-from csfbench.workflow.settings import loader_workers
+from csfbench.workflow.resources import loader_workers
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.stages.conformal import prediction_set_table
 from csfbench.stages.network_csf import gram_class_scores

@@ -1,5 +1,5 @@
 from csfbench.logs import job_logging
-from csfbench.workflow.settings import loader_workers
+from csfbench.workflow.resources import loader_workers
 from csfbench.specs import ModelSpec
 from csfbench.stages.train import train
 

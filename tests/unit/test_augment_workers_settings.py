@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from csfbench.errors import ConfigError
-from csfbench.workflow.settings import loader_workers, validate_config
+from csfbench.workflow.resources import loader_workers
+from csfbench.workflow.settings import validate_config
 from csfbench.stages.train import train
 from tests.helpers.demo_config import demo_config, edited
 from tests.helpers.training import tiny_spec, write_blobs

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from csfbench.aggregate.ranking import Analysis, rank_results, ranking_settings, selected_ranked_rows
+from csfbench.aggregate.cells import Analysis, ranking_settings
+from csfbench.aggregate.ranking import rank_results, selected_ranked_rows
 from csfbench.aggregate.results_table import merge_metric_files
 from csfbench.aggregate.selection import higher_is_better, selected_rows
 from csfbench.errors import ConfigError

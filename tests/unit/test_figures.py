@@ -9,9 +9,11 @@ import pytest
 from csfbench.errors import ConfigError
 from pylatexenc.latexwalker import LatexEnvironmentNode, LatexWalker
 
-from csfbench.aggregate.ranking import Analysis, rank_results, ranking_settings, run_analysis
+from csfbench.aggregate.cells import Analysis, ranking_settings
+from csfbench.aggregate.ranking import rank_results, run_analysis
 from csfbench.aggregate.selection import select_configurations
-from csfbench.report.figures import figure_settings, parse_variant, rc_curves, top_clique_membership
+from csfbench.csf.projection import parse_variant
+from csfbench.report.figures import figure_settings, rc_curves, top_clique_membership
 from csfbench.workflow.grid import HEATMAP_FILES, Grid
 from csfbench.stages.figures import write_conover_heatmap, write_rc_curves, write_top_clique_map
 from csfbench.report.tables import (

@@ -22,7 +22,7 @@ CASES = {
     "projnorm_shift": ("csfbench.stages.projnorm", ["torch", "scipy.special"]),
     "pair_analyses": ("csfbench.stages.analyses", ["matplotlib", "scipy.stats", "networkx", "scipy.special"]),
     "extract_features": ("csfbench.stages.features", ["torch"]),
-    "any job's settings": ("csfbench.workflow.settings", []),
+    "any job's resources": ("csfbench.workflow.resources", []),
 }
 
 

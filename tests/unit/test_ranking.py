@@ -9,17 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from csfbench.aggregate.ranking import (
-    Analysis,
-    analyses,
-    output_paths,
-    rank_results,
-    ranked_rows,
-    ranking_frame,
-    ranking_settings,
-    run_analysis,
-    summary_row,
-)
+from csfbench.errors import ConfigError
+from csfbench.aggregate.cells import Analysis, analyses, output_paths, ranking_settings
+from csfbench.aggregate.ranking import rank_results, ranked_rows, ranking_frame, run_analysis, summary_row
 from csfbench.aggregate.selection import selected_rows
 from csfbench.workflow.settings import load_config, load_yaml, validate_config
 from csfbench.stages.ranking import write_rankings
@@ -109,10 +101,12 @@ def test_incomplete_blocks_are_dropped_and_listed():
 
 
 def test_settings_are_checked():
-    with pytest.raises(ValueError, match="ranking.blocks"):
-        ranking_settings({**_ranking(), "blocks": ["csf"]})
-    with pytest.raises(ValueError, match="one orientation"):
-        ranking_settings(_ranking(metric_groups={"mixed": ["augrc", "auroc"]}))
+    with pytest.raises(ConfigError, match="'ranking/blocks/0': expected one of 'dataset'"):
+        _ranking(blocks=["csf"])
+    with pytest.raises(ConfigError, match="'ranking/metric_groups/mixed': expected metrics of one orientation"):
+        _ranking(metric_groups={"mixed": ["augrc", "auroc"]})
+    with pytest.raises(ConfigError, match="'ranking/metric_groups/both': expected only conformal or only classical"):
+        _ranking(metric_groups={"both": ["auroc", "auroc@mc_search@0.05"]})
     # the schema fills in the nested defaults (validate_config); ranking_settings merges nothing itself
     assert ranking_settings(_ranking(schemes={"covariate": "failure"}))["schemes"]["semantic"] == "correct_vs_ood"
     with pytest.raises(ValueError, match=r"missing setting\(s\) \['alpha'"):

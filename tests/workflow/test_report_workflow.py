@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from pylatexenc.latexwalker import LatexWalker
 
-from csfbench.aggregate.ranking import Analysis, analyses
+from csfbench.aggregate.cells import Analysis, analyses
 from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config
 

@@ -25,7 +25,7 @@ the paper's published cliques) makes a cell whose omnibus test does not reject o
 all its CSF variants (:func:`csfbench.stats.rank_table`).
 
 Settings: the config's ``ranking`` section as :func:`csfbench.workflow.settings.validate_config` completes it
-from ``config/schema.yaml`` (every default lives there); :func:`ranking_settings` only checks it.
+from ``config/schema.yaml`` (every default lives there); :func:`csfbench.aggregate.cells.ranking_settings` only checks it.
 
 Every declared analysis writes a JSON and a CSV: a cell with too little data (no rows, fewer than two
 CSF variants or complete blocks, every block tied) is written with ``status: "skipped"`` and the
@@ -35,87 +35,20 @@ from __future__ import annotations
 
 import logging
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
 
+from csfbench.aggregate.cells import SHIFT_TYPE, Analysis, is_conformal
 from csfbench.aggregate.selection import higher_is_better, selected_rows
 from csfbench.evaluation import CONFORMAL_SCHEME, ID_TEST, base_metric
 from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
 
-REGIMES = ("test", "near", "mid", "far", "covariate", "adversarial")
-SETTINGS = ("alpha", "p_adjust", "omnibus_gate", "blocks", "metric_groups", "schemes")
-_BLOCK_COLUMNS = ("dataset", "paradigm", "metric", "run", "dropout", "reward")
-SHIFT_TYPE = {"test": "id", "near": "semantic", "mid": "semantic", "far": "semantic", "covariate": "covariate",
-              "adversarial": "adversarial"}
 CSV_COLUMNS = ["entity", "mean_rank", "layer", "top_clique"]
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """One ranking cell; ``name`` is its file stem relative to the rankings folder."""
-
-    group: str
-    backbone: str
-    mcd: bool
-    source: str
-    regime: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.group}/{self.backbone}_{'mcd' if self.mcd else 'det'}_{self.source}_{self.regime}"
-
-
-def ranking_settings(section: dict) -> dict[str, Any]:
-    """The config's complete ``ranking`` section (defaults filled in by
-    :func:`csfbench.workflow.settings.validate_config`), checked: every setting present, known block columns,
-    one orientation per metric group, a scheme for every shift type."""
-    missing = [key for key in SETTINGS if key not in (section or {})]
-    if missing:
-        raise ValueError(f"ranking: missing setting(s) {missing}; pass the ranking section of a config "
-                         "validated by csfbench.workflow.settings.validate_config (it fills in the schema's defaults)")
-    settings = dict(section)
-    absent = sorted(set(SHIFT_TYPE.values()) - set(settings["schemes"]))
-    if absent:
-        raise ValueError(f"ranking.schemes: expected a failure scheme for every shift type, missing {absent}")
-    unknown = [c for c in settings["blocks"] if c not in _BLOCK_COLUMNS]
-    if unknown or not settings["blocks"]:
-        raise ValueError(f"ranking.blocks: expected a non-empty list of {list(_BLOCK_COLUMNS)}, got {settings['blocks']}")
-    for group, metrics in settings["metric_groups"].items():
-        orientations = {higher_is_better(m) for m in metrics}
-        if not metrics or len(orientations) != 1:
-            raise ValueError(f"ranking.metric_groups.{group}: expected metrics of one orientation, got {metrics}")
-        if len({_is_conformal(m) for m in metrics}) != 1:
-            raise ValueError(f"ranking.metric_groups.{group}: expected only conformal or only classical metrics "
-                             f"(they are ranked on different schemes), got {metrics}")
-    return settings
-
-
-def analyses(config: dict) -> list[Analysis]:
-    """Every analysis of a workflow config: groups × backbones × MCD flags × sources × :data:`REGIMES`.
-
-    The MCD flag is declared for a backbone that has dropout models and MC-dropout passes; a backbone's
-    ``sources``, when given, are the only sources it has cells for.
-    """
-    settings = ranking_settings(config["ranking"])
-    out = []
-    for group in settings["metric_groups"]:
-        for backbone, spec in config["backbones"].items():
-            flags = [False] + ([True] if 1 in spec["dropout"] and spec.get("mcd_samples", 0) > 0 else [])
-            sources = [s for s in config["sources"] if spec.get("sources") is None or s in spec["sources"]]
-            for mcd in flags:
-                out.extend(Analysis(group, backbone, mcd, source, regime) for source in sources for regime in REGIMES)
-    return out
-
-
-def output_paths(out_dir: str | Path, cells: Iterable[Analysis]) -> dict[str, list[str]]:
-    """The JSON and CSV file of every analysis under ``out_dir`` (the rule declares exactly these)."""
-    cells = list(cells)
-    return {ext: [f"{out_dir}/{a.name}.{ext}" for a in cells] for ext in ("json", "csv")}
 
 
 def variant_name(csf: str, projection: str) -> str:
@@ -128,14 +61,10 @@ def _ranked_metrics(settings: dict) -> list[str]:
     return sorted({m for group in settings["metric_groups"].values() for m in group})
 
 
-def _is_conformal(metric: str) -> bool:
-    return base_metric(metric) != metric
-
-
 def ranked_scheme(metrics: Iterable[str], shift_type: str, settings: dict) -> str:
     """The scheme a metric group is ranked on for a shift type: ``conformal`` for conformal metrics,
     else the configured scheme of the shift type."""
-    return CONFORMAL_SCHEME if all(map(_is_conformal, metrics)) else settings["schemes"][shift_type]
+    return CONFORMAL_SCHEME if all(map(is_conformal, metrics)) else settings["schemes"][shift_type]
 
 
 def _ranked_scheme(table: pd.DataFrame, settings: dict) -> pd.Series:

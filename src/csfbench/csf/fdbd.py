@@ -13,7 +13,6 @@ training mean, or two identical weight rows, divide by zero (inf), as the formul
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 from csfbench.csf.blocks import map_row_blocks
 
@@ -24,6 +23,8 @@ def fdbd(features: np.ndarray, logits: np.ndarray, weight: np.ndarray, train_mea
     ``features`` N×D, ``logits`` N×C, ``weight`` C×D (rows w_c), ``train_mean`` (D,) = μ_train.
     Computed in float64, in row blocks on several threads.
     """
+    from scipy.spatial.distance import cdist  # here: the workflow imports the CSF registry to build its DAG
+
     features = np.asarray(features)
     logits = np.asarray(logits)
     weight = np.asarray(weight, dtype=np.float64)

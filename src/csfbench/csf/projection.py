@@ -250,3 +250,15 @@ def projection_states(group: str, features: np.ndarray, labels: np.ndarray, corr
         return {"group": "class", "variance": v, "subspaces": subspaces,
                 "mean_targets": subspaces.mean_targets(raw_means)}
     return state
+
+
+def parse_variant(name: str) -> tuple[str, str]:
+    """``"KPCA RecError class_pred"`` → (``"KPCA RecError"``, ``"class_pred"``); no suffix = ``none``."""
+    head, _, tail = name.rpartition(" ")
+    variants = {v for vs in GROUP_VARIANTS.values() for v in vs}
+    return (head, tail) if head and tail in variants else (name, "none")
+
+
+def group_of(variant: str) -> str:
+    """The fit group (scores file) that produces a variant."""
+    return next(g for g, variants in GROUP_VARIANTS.items() if variant in variants)

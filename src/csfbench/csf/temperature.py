@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
 log = logging.getLogger(__name__)
@@ -39,6 +38,8 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, source: str = "logit
         raise ValueError(f"temperature scaling: {int((~np.isfinite(logits)).sum())} non-finite validation logits")
     if labels.min() < 0 or labels.max() >= logits.shape[1]:
         raise ValueError(f"temperature scaling: labels outside [0, {logits.shape[1]}) in the validation set")
+    from scipy.optimize import minimize_scalar  # here: the workflow imports the CSF registry to build its DAG
+
     result = minimize_scalar(lambda log_t: temperature_nll(logits, labels, float(np.exp(log_t))),
                              bounds=LOG_T_BOUNDS, method="bounded", options={"xatol": 1e-10})
     temperature = float(np.exp(result.x))

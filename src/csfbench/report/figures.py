@@ -28,9 +28,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from csfbench.aggregate.ranking import REGIMES, Analysis  # noqa: E402
+from csfbench.aggregate.cells import REGIMES, Analysis  # noqa: E402
 from csfbench.atomic import atomic_path  # noqa: E402
-from csfbench.csf.projection import GROUP_VARIANTS  # noqa: E402
+from csfbench.csf.projection import GROUP_VARIANTS, group_of, parse_variant  # noqa: E402
 from csfbench.csf.store import read_scores  # noqa: E402
 from csfbench.metrics import build_scheme, rc_curve  # noqa: E402
 
@@ -175,18 +175,6 @@ def plot_conover_heatmap(pvalues: pd.DataFrame, result: dict[str, Any]) -> plt.F
 
 def _p(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
-
-
-def parse_variant(name: str) -> tuple[str, str]:
-    """``"KPCA RecError class_pred"`` → (``"KPCA RecError"``, ``"class_pred"``); no suffix = ``none``."""
-    head, _, tail = name.rpartition(" ")
-    variants = {v for vs in GROUP_VARIANTS.values() for v in vs}
-    return (head, tail) if head and tail in variants else (name, "none")
-
-
-def group_of(variant: str) -> str:
-    """The fit group (scores file) that produces a variant."""
-    return next(g for g, variants in GROUP_VARIANTS.items() if variant in variants)
 
 
 def rc_curves(score_files: Sequence[str | Path], schemes: dict[str, str], csfs: Sequence[str]) -> pd.DataFrame:

@@ -33,7 +33,8 @@ def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.Dat
     ``ranking``: the config's complete ``ranking`` section (its ``schemes`` choose the ranked rows)."""
     # imported here, not at the top: the ranking statistics would cost every job that only writes a table
     # (:func:`write_table`) ~1 s of start-up
-    from csfbench.aggregate.ranking import ranking_settings, selected_ranked_rows
+    from csfbench.aggregate.cells import ranking_settings
+    from csfbench.aggregate.ranking import selected_ranked_rows
     from csfbench.aggregate.selection import higher_is_better
 
     settings = ranking_settings(ranking)

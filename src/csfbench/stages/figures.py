@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
-from csfbench.aggregate.ranking import ranking_settings
+from csfbench.aggregate.cells import ranking_settings
 from csfbench.atomic import atomic_path
 from csfbench.report.figures import (conover_matrix, plot_conover_heatmap, plot_rc_curves, plot_top_clique_map,
                                      rc_curves, save_figure, top_clique_membership)

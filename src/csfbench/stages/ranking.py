@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from csfbench.aggregate.ranking import Analysis, output_paths, rank_results, ranking_frame, ranking_settings, summary_row
+from csfbench.aggregate.cells import Analysis, output_paths, ranking_settings
+from csfbench.aggregate.ranking import rank_results, ranking_frame, summary_row
 from csfbench.atomic import atomic_path, write_json
 
 log = logging.getLogger(__name__)

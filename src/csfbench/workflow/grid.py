@@ -17,13 +17,12 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from csfbench.aggregate.ranking import REGIMES, Analysis, analyses, output_paths
+from csfbench.aggregate.cells import REGIMES, Analysis, analyses, output_paths
 from csfbench.csf.engine import resolved_budgets
-from csfbench.csf.projection import GROUP_VARIANTS
+from csfbench.csf.projection import GROUP_VARIANTS, group_of, parse_variant
 from csfbench.csf.registry import CSFS
 from csfbench.data import demo as demo_generator
 from csfbench.errors import ConfigError
-from csfbench.report.figures import group_of, parse_variant
 from csfbench.seeds import derive_seed
 from csfbench.shifts import names as shift_names
 from csfbench.specs import SPLITS, DatasetSpec, EvalSet, ModelSpec

@@ -9,24 +9,29 @@ rule) are checked here too, with errors that name the key path, what was expecte
 from __future__ import annotations
 
 import difflib
+import functools
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable
 
 import jsonschema
 import yaml
 
-from csfbench.aggregate.ranking import REGIMES, ranking_settings
+from csfbench.aggregate.cells import REGIMES, SHIFT_TYPE, is_conformal
+from csfbench.aggregate.selection import higher_is_better
 from csfbench.errors import ConfigError, ConfigFileError
 from csfbench.evaluation import FPR_METRIC, conformal_metric
+from csfbench.csf.projection import group_of, parse_variant
+from csfbench.csf.registry import BY_NAME, SPACES
 from csfbench.metrics import DEFAULT_METRICS as METRICS
-from csfbench.report.figures import group_of, parse_variant
 from csfbench.specs import SPLITS
 from csfbench.workflow.grid import Grid, stage_enabled
 from csfbench.workflow.merge import deep_merge
 from csfbench.metrics.conformal import ASYMPTOTIC_METHODS, MIN_N_ASYMPTOTIC
 
+#: libyaml's safe loader where PyYAML was built with it, for the schema (several times faster than the
+#: pure-Python loader, whose error messages the users' config files get)
+_SCHEMA_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SCHEMA_PATH = Path(__file__).with_name("schema.yaml")  # symlink to config/schema.yaml
 
 
@@ -64,8 +69,15 @@ def _fill_defaults(validator_class):
 _Validator = _fill_defaults(jsonschema.Draft202012Validator)
 
 
+@functools.cache
+def _cached_schema() -> str:
+    with open(SCHEMA_PATH, encoding="utf-8") as fh:
+        return json.dumps(yaml.load(fh, Loader=_SCHEMA_LOADER))
+
+
 def schema() -> dict:
-    return load_yaml(SCHEMA_PATH)
+    """The schema as a fresh dict (read from its file once per process)."""
+    return json.loads(_cached_schema())
 
 
 def schema_default(key_path: str) -> Any:
@@ -258,7 +270,6 @@ def _check_written_paths(config: dict, origin: str) -> None:
 def _check_csf_names(csf: dict, origin: str) -> None:
     """Every CSF named under ``methods``, ``fixed``, ``search_space`` and ``tuning/budgets`` must exist (or be
     ``projection``), so that a misspelt name is an error, not a silently ignored setting."""
-    from csfbench.csf.registry import BY_NAME
 
     known = sorted(BY_NAME) + ["projection"]
     for name in csf["methods"] or ():
@@ -272,7 +283,7 @@ def _check_csf_names(csf: dict, origin: str) -> None:
     for name in csf["tuning"]["grids"]:
         if name not in BY_NAME:
             raise ConfigError(f"csf/tuning/grids/{name}", f"a CSF name of {sorted(BY_NAME)}", name, origin)
-    params = {name: sorted(c.space) for name, c in BY_NAME.items()} | {"projection": ["variance"]}
+    params = {name: sorted(space) for name, space in SPACES.items()}
     for name, values in csf["tuning"]["grids"].items():
         for param in values:
             if param not in params[name]:
@@ -340,7 +351,6 @@ def _check_conformal(config: dict, origin: str) -> None:
 def _check_analyses(config: dict, origin: str) -> None:
     """The pair analyses name CSFs of the registry (a flavour such as ``MLS@T1`` by its base name) and pairs of
     catalogue datasets (the ID role may also be the ID test split)."""
-    from csfbench.csf.registry import BY_NAME
 
     analyses = config["analyses"]
     if not analyses["enabled"]:
@@ -357,13 +367,18 @@ def _check_analyses(config: dict, origin: str) -> None:
 
 
 def _check_ranking(ranking: dict, origin: str) -> None:
-    """The ranking section's cross-key rules (a failure scheme for every shift type, one orientation and one
-    kind of metric per group), with :func:`csfbench.aggregate.ranking.ranking_settings`'s own checks."""
-    try:
-        ranking_settings(ranking)
-    except ValueError as err:
-        key, _, problem = str(err).partition(": ")
-        raise ConfigError(key.replace(".", "/"), problem, "see the message", origin) from None
+    """What the schema cannot say of the ``ranking`` section: a failure scheme for every shift type, and per
+    metric group metrics of one orientation (lower or higher is better) and of one kind (conformal metrics
+    are ranked on their own scheme's rows, classical ones on the shift type's)."""
+    absent = sorted(set(SHIFT_TYPE.values()) - set(ranking["schemes"]))
+    if absent:
+        raise ConfigError("ranking/schemes", "a failure scheme for every shift type", f"none for {absent}", origin)
+    for group, metrics in ranking["metric_groups"].items():
+        if not metrics or len({higher_is_better(m) for m in metrics}) != 1:
+            raise ConfigError(f"ranking/metric_groups/{group}", "metrics of one orientation", metrics, origin)
+        if len({is_conformal(m) for m in metrics}) != 1:
+            raise ConfigError(f"ranking/metric_groups/{group}", "only conformal or only classical metrics (they are "
+                              "ranked on different schemes)", metrics, origin)
 
 
 def _check_selections(grid: Grid, origin: str) -> None:
@@ -420,14 +435,6 @@ def _require(name: str, valid, key: str, origin: str) -> None:
         raise ConfigError(key, f"one of {sorted(valid)}{hint}", name, origin)
 
 
-def loader_workers(num_workers: int | None, threads: int) -> int:
-    """DataLoader worker processes of a job: the configured ``resources.<rule>.num_workers`` when set, else
-    the job's ``threads`` less one for the main process, at most the CPUs this process may run on less one
-    (never below 0 = loading in the main process)."""
-    if num_workers is not None:
-        return int(num_workers)
-    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(min(int(threads), available) - 1, 0)
 
 
 def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:
