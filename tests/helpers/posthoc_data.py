@@ -1,4 +1,4 @@
-"""Shared data and checks of the post-hoc method tests (tests/unit/test_posthoc_*.py).
+"""Shared data and checks of the post-hoc method tests (tests/unit/csf/test_posthoc_*.py).
 
 :func:`gaussian_outputs`: non-negative (softplus) features of Gaussian classes in D = 16 with a
 nearest-class-mean linear head held in float32 (as a network's head is), the training split, and a
@@ -8,7 +8,7 @@ top-k selections of ASH and SCALE have no ties.
 
 pytorch-ood returns *outlier* scores (higher = OOD): :func:`outlier` negates them into confidences and
 :func:`agree` requires ``allclose`` after the documented affine map plus a Spearman correlation
->= 0.9999, as tests/unit/test_csf_pytorch_ood.py does for the older kernels.
+>= 0.9999, as tests/unit/csf/test_csf_pytorch_ood.py does for the older kernels.
 """
 from __future__ import annotations
 

@@ -144,3 +144,10 @@ def test_the_import_reader_resolves_relative_and_submodule_imports(tmp_path):
         for target in _targets("csfbench.a", True, node, modules)
     ]
     assert sorted(found) == ["csfbench.a.b", "csfbench.a.b", "csfbench.a.b", "csfbench.c"]
+
+
+def test_the_listed_packages_exist():
+    """The boundary test names real modules: a renamed or removed package would silently pass it."""
+    modules = module_files()
+    listed = [f"{ROOT_PACKAGE}.{name}" for name in (*DOMAIN_PACKAGES, *WORKFLOW_MODULES)]
+    assert [name for name in listed if name not in modules] == []

@@ -24,7 +24,7 @@ more in-distribution):
 Neither rule is monotone in "how far from the training data" in general, as written: under ``"max"`` a
 row whose unknown probability dominates counts as confident, and a row whose top logits are
 *negative* and far from every class centre (w_k ≈ 1) has them revised upwards, towards 0, which lowers
-its unknown probability.  Both follow the reference code; tests/unit/test_posthoc_openmax.py shows the
+its unknown probability.  Both follow the reference code; tests/unit/csf/test_posthoc_openmax.py shows the
 shift each rule does detect.
 
 The hyper-parameters are fixed, as in OpenOOD (ICONIC-444, Krumpl, Avenhaus & Possegger,

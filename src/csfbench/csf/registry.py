@@ -102,7 +102,7 @@ class Csf:
     # space is bounded by "n_classes" keeps only the values <= C (:func:`grid_points`)
     grid: dict = field(default_factory=dict)
     # the inputs (of INPUTS) that the unprojected variant's fit and score read; a projected variant reads
-    # PROJECTED_READS.  tests/unit/test_detector.py checks both ways: the scores do not change when
+    # PROJECTED_READS.  tests/unit/csf/test_detector.py checks both ways: the scores do not change when
     # the others are left out, and they do change when any declared one does
     reads: frozenset = PROJECTED_READS
 
@@ -308,7 +308,7 @@ SPACES: dict[str, dict[str, Param]] = {**{csf.name: csf.space for csf in CSFS}, 
 EXPECTED = ("MSR", "MLS", "PE", "GEN", "REN", "GE", "PCE", "Energy")
 # Pairs of (CSF, variant) score keys of one model that coincide by definition (MSP and MSR@T1 up to MSP's
 # float32 exponentials, logit_scores._shifted_exp_sums), {(a, b): one-line reason};
-# any other two variants must give different confidences (tests/unit/test_csf_aliases.py).  E.g. CTM and
+# any other two variants must give different confidences (tests/unit/csf/test_csf_aliases.py).  E.g. CTM and
 # CTMmean differ in every variant (head weights w_k vs class means).
 ALIASES: dict[tuple[tuple[str, str], tuple[str, str]], str] = {
     (("CTM", "none"), ("MaxCosine", "none")):

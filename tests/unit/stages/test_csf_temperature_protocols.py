@@ -35,7 +35,7 @@ from csfbench.workflow.settings import load_config, schema_default, validate_con
 from csfbench.stages.csf import fit_csf, score_csf
 
 from tests.helpers.csf_synthetic import FIXED, make_splits
-from tests.unit.test_csf_jobs import CSF_CFG, SETS, SPEC, write_feature_file
+from tests.unit.stages.test_csf_jobs import CSF_CFG, SETS, SPEC, write_feature_file
 
 BOTH = ("fitted", "one")
 # every tunable parameter fixed except those a test searches
