@@ -3,6 +3,8 @@
 # what its jobs read, through the adapters below.  Paths come from csfbench.workflow.paths.
 import inspect
 
+from snakemake.common import overwrite_function_params
+
 from csfbench.atomic import remove_stale_temporaries
 from csfbench.workflow import paths
 from csfbench.workflow.grid import HEATMAP_FILES, Grid
@@ -21,22 +23,29 @@ wildcard_constraints:
     backbone="|".join(G.backbones),
 
 
+def of_wildcards(function):
+    """``function(wildcards)`` as a Snakemake input/params function whose signature Snakemake need not read
+    again for every job (it would otherwise inspect it at each call: seconds over the paper grid's DAG)."""
+    overwrite_function_params(function, inspect.signature(function).parameters)
+    return function
+
+
 def jobwise(method):
     """``method`` of the grid as a Snakemake input/params function: called with the job's wildcards that are
     among its parameters (by name)."""
-    names = [n for n in inspect.signature(method).parameters]
-    return lambda wildcards: method(**{n: wildcards[n] for n in names if n in wildcards.keys()})
+    names = list(inspect.signature(method).parameters)
+    return of_wildcards(lambda wildcards: method(**{n: wildcards[n] for n in names if n in wildcards.keys()}))
 
 
 def setting(key_path):
     """A setting by key path (e.g. "features/batch_size"), read when a job of the rule is planned (a disabled
     stage's section may be absent)."""
-    return lambda wildcards: G.setting(key_path)
+    return of_wildcards(lambda wildcards: G.setting(key_path))
 
 
 def setting_json(key_path):
     """:func:`setting` as canonical JSON (reordering a config file's keys does not rerun the job)."""
-    return lambda wildcards: G.setting_json(key_path)
+    return of_wildcards(lambda wildcards: G.setting_json(key_path))
 
 
 def res(rule_name, key):
