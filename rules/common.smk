@@ -6,6 +6,7 @@ import inspect
 from snakemake.common import overwrite_function_params
 
 from csfbench.atomic import remove_stale_temporaries
+from csfbench.csf.projection import NETWORK_SCORER
 from csfbench.workflow import paths
 from csfbench.workflow.grid import HEATMAP_FILES, Grid
 from csfbench.workflow.ids import MODEL_PATTERN

@@ -35,8 +35,8 @@ rule network_csf:
     input:
         unpack(jobwise(G.network_score_inputs)),
     output:
-        scores=paths.scores(fit_group=paths.NETWORK_GROUP),
-        metrics=paths.metrics(fit_group=paths.NETWORK_GROUP),
+        scores=paths.scores(fit_group=NETWORK_SCORER),
+        metrics=paths.metrics(fit_group=NETWORK_SCORER),
     params:
         spec=jobwise(G.model_spec_json),
         eval_sets=jobwise(G.score_eval_sets_json),

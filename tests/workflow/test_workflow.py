@@ -15,6 +15,7 @@ from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
 from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS
 from csfbench.features.store import validate_feature_file
+from csfbench.csf.projection import NETWORK_SCORER
 from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config
 
@@ -91,18 +92,18 @@ def test_network_pass_csfs_join_the_scores_metrics_and_results(micro_run):
     assert names == {"ODIN-IP", "GRAM", "RankFeat"}
     for source, model in Grid(config).iter_models():
         assert (workdir / paths.network_fit(source, str(model))).is_file()
-        table = pd.read_parquet(workdir / paths.metrics(source, str(model), paths.NETWORK_GROUP))
+        table = pd.read_parquet(workdir / paths.metrics(source, str(model), NETWORK_SCORER))
         assert list(table.columns) == COLUMNS and set(table["csf"]) == names
         assert set(table["dataset"]) == set(Grid(config).scored_datasets(source, model))
         assert set(table["variant"]) == {"none"} and not table["mcd"].any()
         assert dict(zip(table["csf"], table["tuning_protocol"])) == {"ODIN-IP": "id_grid", "GRAM": "none",
                                                                       "RankFeat": "none"}
-        scores, attrs = read_scores(workdir / paths.scores(source, str(model), paths.NETWORK_GROUP), "near")
-        assert attrs["group"] == paths.NETWORK_GROUP and set(scores) == {"det"}
+        scores, attrs = read_scores(workdir / paths.scores(source, str(model), NETWORK_SCORER), "near")
+        assert attrs["group"] == NETWORK_SCORER and set(scores) == {"det"}
         assert {csf for csf, _ in scores["det"]["scores"]} == names
         # correctness is the feature file's, as in every other group's scores file
         other, _ = read_scores(workdir / paths.scores(source, str(model), "none"), "test")
-        mine, _ = read_scores(workdir / paths.scores(source, str(model), paths.NETWORK_GROUP), "test")
+        mine, _ = read_scores(workdir / paths.scores(source, str(model), NETWORK_SCORER), "test")
         assert (other["det"]["correct"] == mine["det"]["correct"]).all()
     results = pd.read_parquet(workdir / "results/results.parquet")
     assert names <= set(results["csf"])

@@ -28,6 +28,9 @@ from csfbench.csf.distance_scores import class_means
 GROUPS = ("none", "global", "class")
 GROUP_VARIANTS = {"none": ("none",), "global": ("global",), "class": ("class", "class_avg", "class_pred")}
 VARIANTS = tuple(v for group in GROUPS for v in GROUP_VARIANTS[group])
+#: the scorer of the CSFs that run the network on images (ODIN-IP, GRAM, RankFeat: csfbench.network_csf); a
+#: model's scores and metric files are one per scorer: each fit group of :data:`GROUPS`, and this one
+NETWORK_SCORER = "network"
 CHUNK_ROWS = 8192
 
 

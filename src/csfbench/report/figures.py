@@ -30,7 +30,7 @@ import pandas as pd  # noqa: E402
 
 from csfbench.aggregate.cells import REGIMES, Analysis  # noqa: E402
 from csfbench.atomic import atomic_path  # noqa: E402
-from csfbench.csf.projection import GROUP_VARIANTS, group_of, parse_variant  # noqa: E402
+from csfbench.csf.projection import GROUP_VARIANTS, NETWORK_SCORER, group_of, parse_variant  # noqa: E402
 from csfbench.csf.store import read_scores  # noqa: E402
 from csfbench.metrics import build_scheme, rc_curve  # noqa: E402
 
@@ -192,7 +192,7 @@ def rc_curves(score_files: Sequence[str | Path], schemes: dict[str, str], csfs: 
     for name in csfs:
         csf, variant = parse_variant(name)
         # a network-pass CSF (variant none) is in the scores file of fit group `network`, when one is given
-        candidates = [by_group[g] for g in (group_of(variant), "network") if g in by_group]
+        candidates = [by_group[g] for g in (group_of(variant), NETWORK_SCORER) if g in by_group]
         tests = [(path, read_scores(path, "test", modes=("det",))[0]["det"]) for path in candidates]
         found = [(path, test) for path, test in tests if (csf, variant) in test["scores"]]
         if not found:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from csfbench.csf.projection import NETWORK_SCORER
 from csfbench.data.base import ImageSet
 from csfbench.data.eval_sets import eval_images
 from csfbench.data.loader import make_loader
@@ -29,7 +30,6 @@ from csfbench.training.loop import resolve_device
 from csfbench.workflow.sections import NetworkCsfFit
 
 log = logging.getLogger(__name__)
-GROUP = "network"  # the fit-group slot of the scores and metrics files (csfbench.workflow.paths.NETWORK_GROUP)
 
 
 def _batches(spec: ModelSpec, images: ImageSet, batch_size: int, device: torch.device, num_workers: int = 0):
@@ -107,7 +107,7 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
         scores = {(name, "none"): values for name, values in conf.items()}
         return {"det": split}, {"det": scores}, {"det": {key: protocols[key[0]] for key in scores}}
 
-    write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, {**expect_run, "group": GROUP})
+    write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, {**expect_run, "group": NETWORK_SCORER})
 
 
 def gram_class_scores(spec: ModelSpec, checkpoint: str | Path, fit_h5: str | Path, images: ImageSet,

@@ -19,7 +19,7 @@ from typing import Iterator
 
 from csfbench.aggregate.cells import REGIMES, Analysis, analyses, output_paths
 from csfbench.csf.engine import resolved_budgets
-from csfbench.csf.projection import GROUP_VARIANTS, group_of, parse_variant
+from csfbench.csf.projection import GROUP_VARIANTS, NETWORK_SCORER, group_of, parse_variant
 from csfbench.csf.registry import CSFS
 from csfbench.data import demo as demo_generator
 from csfbench.errors import ConfigError
@@ -488,7 +488,7 @@ class Grid:
                 for fit_group in self.fit_groups] + self.network_metric_files() + self.projnorm_metric_files()
 
     # -----------------------------------------------------------------------------------------
-    # CSFs that need the network: their scores and metric rows in the fit-group slot paths.NETWORK_GROUP
+    # CSFs that need the network: their scores and metric rows in the scorer slot NETWORK_SCORER
     # -----------------------------------------------------------------------------------------
 
     @property
@@ -502,7 +502,7 @@ class Grid:
     def network_metric_files(self) -> list[str]:
         if not self.network_methods:
             return []
-        return [paths.metrics(source, str(model), paths.NETWORK_GROUP) for source, model in self.iter_models()]
+        return [paths.metrics(source, str(model), NETWORK_SCORER) for source, model in self.iter_models()]
 
     def network_fit_inputs(self, source: str, model: str) -> dict:
         return {"checkpoint": paths.checkpoint(source, model), "index": self.source_index(source)}
@@ -677,7 +677,7 @@ class Grid:
         raise ValueError(f"{wanted}: not a band file of the config's conformal section")
 
     def conformal_groups(self) -> list[str]:
-        return self.fit_groups + ([paths.NETWORK_GROUP] if self.network_methods else [])
+        return self.fit_groups + ([NETWORK_SCORER] if self.network_methods else [])
 
     def conformal_inputs(self, source: str, model: str) -> dict:
         groups = self.conformal_groups()
@@ -717,7 +717,7 @@ class Grid:
 
     def _scores_group(self, csf: str) -> str:
         """The fit-group slot of the scores file that holds CSF variant ``csf``."""
-        return paths.NETWORK_GROUP if csf in self.network_methods else group_of(parse_variant(csf)[1])
+        return NETWORK_SCORER if csf in self.network_methods else group_of(parse_variant(csf)[1])
 
     # -----------------------------------------------------------------------------------------
     # pair analyses

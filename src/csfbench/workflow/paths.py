@@ -10,7 +10,7 @@ from __future__ import annotations
 RESULTS = "results"
 
 # wildcard names: a source (ID training set), a model id, an evaluation set, a catalogue dataset,
-# a CSF fit group (none / global / class), a backbone
+# a scorer (a CSF fit group none / global / class, or csfbench.csf.projection.NETWORK_SCORER), a backbone
 _S, _M, _D, _N, _G, _B = "{source}", "{model}", "{dataset}", "{name}", "{fit_group}", "{backbone}"
 
 
@@ -67,8 +67,6 @@ def metrics(source: str = _S, model: str = _M, fit_group: str = _G) -> str:
 
 
 # ---- CSFs that need the network (rules/network_csf.smk): their scores and metric rows take the fit-group
-# slot NETWORK_GROUP of scores() and metrics(), beside the other CSFs' files
-NETWORK_GROUP = "network"
 
 
 def network_fit(source: str = _S, model: str = _M) -> str:

@@ -167,8 +167,7 @@ def test_a_conformal_group_ranks_the_conformal_rows_and_a_classical_group_its_sc
     rows = selected_ranked_rows(table, settings)
     assert set(rows.loc[rows["metric"] == "auroc@dkwm@0.05", "scheme"]) == {"conformal"}
     assert set(rows.loc[rows["metric"] == "auroc", "scheme"]) <= {"correct_vs_ood"}
-    with pytest.raises(ValueError, match="metric_groups.mixed: expected only conformal or only classical"):
-        ranking_settings({**base, "metric_groups": {"mixed": ["auroc@dkwm@0.05", "auroc"]}})
+    # a group mixing both kinds is a config error (tests/unit/aggregate/test_ranking.py)
 
 
 def test_merge_fills_the_conformal_columns_of_older_metric_files(tmp_path):
