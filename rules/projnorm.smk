@@ -11,7 +11,7 @@ rule projnorm_reference:
         reference=paths.projnorm_reference(),
     params:
         spec=jobwise(G.model_spec_json),
-        settings=jobwise(G.projnorm_json),
+        settings=setting_json("projnorm"),
     log:
         paths.log("projnorm", "{source}/{model}/reference"),
     benchmark:
@@ -35,7 +35,7 @@ rule projnorm_shift:
     params:
         spec=jobwise(G.model_spec_json),
         eval_set=jobwise(G.eval_set_json),
-        settings=jobwise(G.projnorm_json),
+        settings=setting_json("projnorm"),
         partner_spec=jobwise(G.projnorm_partner_spec),
     log:
         paths.log("projnorm", "{source}/{model}/{dataset}"),

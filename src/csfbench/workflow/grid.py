@@ -519,11 +519,6 @@ class Grid:
     # ProjNorm
     # -----------------------------------------------------------------------------------------
 
-    def projnorm_json(self) -> str:
-        """The ``projnorm`` section as its jobs read it: without the ``enabled`` switch (switching the stage
-        off and on again reruns none of its jobs)."""
-        return canonical_json({k: v for k, v in self.config["projnorm"].items() if k != "enabled"})
-
     def projnorm_partner(self, source: str, model: str) -> dict:
         """Checkpoint of the AgreeScore partner model (empty when projnorm.agree_run_offset is 0)."""
         partner = self.agree_partner(model)
