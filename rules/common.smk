@@ -1,5 +1,5 @@
 # The hand-over from Snakemake to csfbench.workflow: the config is validated once (every check, with the
-# key path of what is wrong, before the DAG is built), then every rule asks the grid (csfbench.workflow.grid)
+# key path of what is wrong, before the DAG is built), then every rule asks its jobs (csfbench.workflow.jobs, on the grid of csfbench.workflow.grid)
 # what its jobs read, through the adapters below.  Paths come from csfbench.workflow.paths.
 import inspect
 
@@ -8,11 +8,11 @@ from snakemake.common import overwrite_function_params
 from csfbench.atomic import remove_stale_temporaries
 from csfbench.csf.projection import NETWORK_SCORER
 from csfbench.workflow import paths
-from csfbench.workflow.grid import HEATMAP_FILES, Grid
+from csfbench.workflow.jobs import HEATMAP_FILES, Jobs
 from csfbench.workflow.ids import MODEL_PATTERN
 from csfbench.workflow.settings import validate_config
 
-G = Grid(validate_config(config, origin="snakemake config"))
+G = Jobs(validate_config(config, origin="snakemake config"))
 
 
 wildcard_constraints:

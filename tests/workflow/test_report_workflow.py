@@ -6,7 +6,7 @@ import pytest
 from pylatexenc.latexwalker import LatexWalker
 
 from csfbench.aggregate.cells import Analysis, analyses
-from csfbench.workflow.grid import Grid
+from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, finished_micro_run
@@ -64,7 +64,7 @@ def test_figures_and_tables_are_written(run):
     # group, first backbone, non-MCD, first source, ID test set), as the ranking JSON has them
     assert (run / "figures/conover_heatmap.png").stat().st_size > 5000
     assert (run / "figures/conover_heatmap.pdf").read_bytes()[:5] == b"%PDF-"
-    cell = Grid(config).heatmap_analysis()
+    cell = Jobs(config).heatmap_analysis()
     assert cell == Analysis("rc", "vgg13", False, "demo10", "test")
     result = json.loads((run / f"tables/rankings/{cell.name}.json").read_text())
     matrix = pd.read_csv(run / "tables/conover_heatmap.csv", index_col=0)
@@ -73,6 +73,6 @@ def test_figures_and_tables_are_written(run):
     expected = pd.DataFrame(result["pvalues"]).T.loc[order, order].astype(float)
     pd.testing.assert_frame_equal(matrix, expected, check_names=False, rtol=1e-12)
     curves = pd.read_csv(run / "tables/rc_curves_demo10.csv")
-    model = Grid(config).rc_model("demo10")
+    model = Jobs(config).rc_model("demo10")
     assert set(curves["csf"]) == set(config["figures"]["rc_curves"]["csfs"])
-    assert set(curves["dataset"]) == set(Grid(config).eval_datasets("demo10", model)) - {"train", "val"}
+    assert set(curves["dataset"]) == set(Jobs(config).eval_datasets("demo10", model)) - {"train", "val"}

@@ -25,7 +25,8 @@ from csfbench.csf.projection import group_of, parse_variant
 from csfbench.csf.registry import BY_NAME, SPACES
 from csfbench.metrics import DEFAULT_METRICS as METRICS
 from csfbench.specs import SPLITS
-from csfbench.workflow.grid import Grid, stage_enabled
+from csfbench.workflow.grid import stage_enabled
+from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.merge import deep_merge
 from csfbench.metrics.conformal import ASYMPTOTIC_METHODS, MIN_N_ASYMPTOTIC
 
@@ -150,7 +151,7 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     _check_conformal(config, origin)
     _check_analyses(config, origin)
     _check_ranking(config["ranking"], origin)
-    _check_selections(Grid(config), origin)
+    _check_selections(Jobs(config), origin)
     if rules is not None:
         _check_resource_rules(config["resources"], sorted(rules), origin)
     return config
@@ -381,7 +382,7 @@ def _check_ranking(ranking: dict, origin: str) -> None:
                               "ranked on different schemes)", metrics, origin)
 
 
-def _check_selections(grid: Grid, origin: str) -> None:
+def _check_selections(grid: Jobs, origin: str) -> None:
     """Names that select parts of the grid must exist, or a typo would silently shrink the study:
     ``shifts.sources``/``shifts.models``, ``figures.rc_curves.models``, the metrics of
     ``ranking.metric_groups`` (a conformal metric of a configured band and δ included) and

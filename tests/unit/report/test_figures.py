@@ -14,7 +14,7 @@ from csfbench.aggregate.ranking import rank_results, run_analysis
 from csfbench.aggregate.selection import select_configurations
 from csfbench.csf.projection import parse_variant
 from csfbench.report.figures import figure_settings, rc_curves, top_clique_membership
-from csfbench.workflow.grid import HEATMAP_FILES, Grid
+from csfbench.workflow.jobs import HEATMAP_FILES, Jobs
 from csfbench.stages.figures import write_conover_heatmap, write_rc_curves, write_top_clique_map
 from csfbench.report.tables import (
     best_metric_table,
@@ -252,12 +252,12 @@ def test_heatmap_analysis_defaults_to_the_first_column_of_the_top_clique_map():
     assert config["figures"]["heatmap"] == {"group": None, "backbone": None, "mcd": False, "source": None,
                                             "regime": "test"}
     first_backbone, first_source = next(iter(config["backbones"])), next(iter(config["sources"]))
-    assert Grid(config).heatmap_analysis() == Analysis("rc", first_backbone, False, first_source, "test")
-    assert Grid(config).heatmap_input() == f"results/tables/rankings/rc/{first_backbone}_det_{first_source}_test.json"
+    assert Jobs(config).heatmap_analysis() == Analysis("rc", first_backbone, False, first_source, "test")
+    assert Jobs(config).heatmap_input() == f"results/tables/rankings/rc/{first_backbone}_det_{first_source}_test.json"
     # the paper's Figure 2 cell: AUGRC alone
-    assert Grid(_demo_config(group="augrc")).heatmap_analysis().name == f"augrc/{first_backbone}_det_{first_source}_test"
+    assert Jobs(_demo_config(group="augrc")).heatmap_analysis().name == f"augrc/{first_backbone}_det_{first_source}_test"
     chosen = _demo_config(group="aurc", backbone="vgg13", mcd=True, source="demo10", regime="near")
-    assert Grid(chosen).heatmap_analysis().name == "aurc/vgg13_mcd_demo10_near"
+    assert Jobs(chosen).heatmap_analysis().name == "aurc/vgg13_mcd_demo10_near"
     with pytest.raises(ConfigError, match=r"'figures/heatmap'.*found 'rc/vit_mcd_"):
         _demo_config(backbone="vit", mcd=True)  # the demo ViT has no MC-dropout models
     with pytest.raises(ConfigError, match="'figures/heatmap'.*found 'nope/"):

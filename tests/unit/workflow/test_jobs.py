@@ -1,5 +1,5 @@
-"""The grid of jobs (csfbench.workflow.grid): the decisions rules/common.smk used to make, tested on the demo
-config and small edits of it, against values worked out by hand from the config."""
+"""The rules' jobs (csfbench.workflow.jobs) on the experiment grid, the decisions rules/common.smk used to make:
+tested on the demo config and small edits of it, against values worked out by hand from the config."""
 from __future__ import annotations
 
 import copy
@@ -9,14 +9,15 @@ import pytest
 
 from csfbench.errors import ConfigError
 from csfbench.workflow import paths
-from csfbench.workflow.grid import OPTIONAL_STAGES, Grid, same_file, stage_enabled
+from csfbench.workflow.grid import OPTIONAL_STAGES, stage_enabled
+from csfbench.workflow.jobs import Jobs, same_file
 from csfbench.workflow.settings import load_yaml, validate_config
 from tests.helpers.repo import REPO
 
 DEMO = load_yaml(REPO / "config/config.yaml")
 
 
-def grid(**sections) -> Grid:
+def grid(**sections) -> Jobs:
     """The demo config's grid with top-level ``sections`` replaced (None removes one)."""
     config = copy.deepcopy(DEMO)
     for name, value in sections.items():
@@ -24,7 +25,7 @@ def grid(**sections) -> Grid:
             config.pop(name, None)
         else:
             config[name] = value
-    return Grid(validate_config(config))
+    return Jobs(validate_config(config))
 
 
 def test_every_optional_stage_has_the_same_switch():
@@ -120,7 +121,7 @@ def test_proximity_and_analyses_follow_their_stages():
     without_none["csf"]["groups"] = ["global", "class"]
     without_none["figures"]["rc_curves"]["csfs"] = ["KNN global"]  # the demo draws fit group none's CSFs
     without_none["conformal"]["figure"] = {"csf": "KNN global"}
-    assert Grid(validate_config(without_none)).analysis_sources() == []  # the analyses read fit group none
+    assert Jobs(validate_config(without_none)).analysis_sources() == []  # the analyses read fit group none
 
 
 def test_the_figure_selections_are_checked_before_the_dag():
