@@ -81,3 +81,21 @@ def check_labels(labels: np.ndarray, n_rows: int, n_classes: int) -> np.ndarray:
     if n_rows and (labels.min() < 0 or labels.max() >= n_classes):
         raise ValueError(f"labels must lie in [0, {n_classes}), found [{labels.min()}, {labels.max()}]")
     return labels
+
+
+def check_shifted(shifted, n: int, metric: str | None = None) -> np.ndarray:
+    """``shifted`` (bool or 0/1, one value per sample of a set of ``n``: True = a sample of the shifted set) as a
+    boolean array; ``metric`` prefixes the messages."""
+    prefix = f"{metric}: " if metric else ""
+    arr = np.asarray(shifted)
+    if arr.shape != (n,):
+        raise MetricInputError(f"{prefix}shifted must be 1-D with one value per sample ({n}), got shape {arr.shape}")
+    if arr.dtype == np.bool_:
+        return arr
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise MetricInputError(f"{prefix}shifted must be bool or 0/1, got dtype {arr.dtype}")
+    values = finite_1d(arr, "shifted")
+    n_bad = int(np.count_nonzero((values != 0) & (values != 1)))
+    if n_bad:
+        raise MetricInputError(f"{prefix}shifted must hold only 0/1 (or bool); {n_bad} value(s) are neither")
+    return values == 1
