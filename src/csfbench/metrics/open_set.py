@@ -22,7 +22,6 @@ from csfbench.metrics._inputs import (
     check_shifted,
     check_pair,
     check_two_classes,
-    finite_1d,
 )
 from csfbench.metrics.classification import _curve
 

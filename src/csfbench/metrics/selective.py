@@ -16,8 +16,7 @@ import math
 
 import numpy as np
 
-from csfbench.metrics._inputs import (MetricInputError, UndefinedMetricError, check_binary, check_pair,
-                                      check_residual, check_shifted, finite_1d)
+from csfbench.metrics._inputs import UndefinedMetricError, check_binary, check_pair, check_residual, check_shifted
 from csfbench.metrics.risk_coverage import _accepted_sums, aurc, augrc
 
 
