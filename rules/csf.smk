@@ -38,6 +38,7 @@ rule score_csf:
     params:
         spec=jobwise(G.model_spec_json),
         eval_sets=jobwise(G.score_eval_sets_json),
+        metrics=G.metric_names,
     log:
         paths.log("csf", "{source}/{model}/{fit_group}_score"),
     benchmark:

@@ -8,4 +8,4 @@ with job_logging(snakemake.log[0], snakemake.threads):
     eval_sets = [EvalSet.from_dict(d) for d in json.loads(snakemake.params.eval_sets)]
     score_csf(ModelSpec.from_json(snakemake.params.spec), eval_sets, snakemake.input.fit,
               {e.name: path for e, path in zip(eval_sets, snakemake.input.features)}, snakemake.output.scores,
-              snakemake.output.metrics)
+              snakemake.output.metrics, tuple(snakemake.params.metrics))

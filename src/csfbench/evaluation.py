@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from csfbench.metrics import build_scheme, evaluate
+from csfbench.metrics import DEFAULT_METRICS, build_scheme, evaluate
 from csfbench.metrics.conformal import band_metrics
 from csfbench.specs import GROUP_KEYS, EvalSet, ModelSpec
 
@@ -80,13 +80,16 @@ def id_role(scheme: str) -> str | None:
     return None if scheme == "misclf" else ID_TEST
 
 
-def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dict | None) -> pd.DataFrame:
+def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dict | None,
+                metrics: tuple[str, ...] = DEFAULT_METRICS) -> pd.DataFrame:
     """Rows for every mode/CSF/variant/scheme/metric of one scores file.
 
     ``scores`` and ``id_scores`` are :func:`csfbench.csf.store.read_scores` mappings of the set and
     of the ID test set (``id_scores`` is needed unless the set is an ID split).  A mode of ``scores`` may
     carry ``"protocols"``, {(csf, variant): the protocol that chose its hyper-parameters}
-    (:func:`csfbench.csf.engine.tuning_protocols`), written to the ``tuning_protocol`` column (None without).
+    (:func:`csfbench.csf.engine.tuning_protocols`), written to the ``tuning_protocol`` column (None without),
+    and ``"labels"`` (the true classes, −1 = unlabelled), which the ``misclf`` rows of a labelled set pass to the
+    balanced-accuracy metrics.  ``metrics``: the metric names (:mod:`csfbench.metrics.registry`).
     """
     schemes = schemes_for(eval_set)
     if any(s in SHIFT_SCHEMES for s in schemes) and id_scores is None:
@@ -97,14 +100,16 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
     rows = []
     for mode, data in scores.items():
         protocols = data.get("protocols", {})
+        labels = data.get("labels")
+        labels = labels if labels is not None and labels.size and labels.min() >= 0 else None
         for (csf, variant), conf in sorted(data["scores"].items()):
             for scheme in schemes:
                 if scheme == "misclf":
-                    built = build_scheme("misclf", conf, data["correct"])
+                    built = build_scheme("misclf", conf, data["correct"], id_labels=labels)
                 else:
                     ref = id_scores[mode]
                     built = build_scheme(scheme, ref["scores"][(csf, variant)], ref["correct"], conf)
-                for metric, value in evaluate(built).items():
+                for metric, value in evaluate(built, metrics).items():
                     rows.append({**base, "mcd": mode == "mcd", "csf": csf, "variant": variant,
                                  "tuning_protocol": protocols.get((csf, variant)), "scheme": scheme,
                                  "id_set": id_role(scheme), "metric": metric,

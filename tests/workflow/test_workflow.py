@@ -15,6 +15,7 @@ from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
 from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS
 from csfbench.features.store import validate_feature_file
+from csfbench.metrics import metric_names, metric_spec
 from csfbench.csf.projection import NETWORK_SCORER
 from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config
@@ -79,6 +80,14 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
                 assert ((aurc >= 0) & (aurc <= 1)).all()
     results = pd.read_parquet(workdir / "results/results.parquet")
     assert list(results.columns) == COLUMNS + CONFORMAL_COLUMNS and results["source"].unique().tolist() == ["demo10"]
+    # micro.yaml's evaluation section: every preset's names, each in the schemes it applies to
+    by_metric = results[results["conformal_method"].isna()].groupby("metric")["scheme"].agg(set)
+    evaluation = config["evaluation"]
+    for name in metric_names(evaluation["conventions"], evaluation["metrics"]):
+        spec = metric_spec(name)
+        expected = set(spec.schemes) & {"failure"} if spec.schemes else (
+            {"misclf"} if "labels" in spec.needs else {"misclf", "correct_vs_ood", "newclass", "failure"})
+        assert by_metric.get(name, set()) >= expected, (name, by_metric.get(name))
     selected = pd.read_csv(workdir / "results/tables/selected_configurations.csv")
     assert len(selected) > 0 and set(selected["dropout"]) <= {1, 0}
 

@@ -8,7 +8,7 @@ entities are the CSF variants
 is ``none``); its blocks are the ``blocks`` columns (default dataset × paradigm × metric, the
 paper-time Figure 1 design; add ``run`` for the worked example's design), with the runs averaged
 inside a block when ``run`` is not a block column. Lower metric value = better (AUGRC, AURC, ...),
-unless :func:`csfbench.aggregate.selection.higher_is_better`; a group mixes only
+unless :func:`csfbench.metrics.higher_is_better`; a group mixes only
 metrics of one orientation.
 
 Regimes: ``test`` (the ID test set, misclassification), the semantic regimes ``near``/``mid``/``far``
@@ -42,7 +42,8 @@ from typing import Any, Iterable
 import pandas as pd
 
 from csfbench.aggregate.cells import SHIFT_TYPE, Analysis, is_conformal
-from csfbench.aggregate.selection import higher_is_better, selected_rows
+from csfbench.aggregate.selection import selected_rows
+from csfbench.metrics import higher_is_better
 from csfbench.evaluation import CONFORMAL_SCHEME, ID_TEST, base_metric
 from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
 

@@ -18,15 +18,10 @@ from __future__ import annotations
 import pandas as pd
 
 from csfbench.evaluation import base_metric
+from csfbench.metrics import higher_is_better
 
-HIGHER_IS_BETTER = frozenset({"auroc", "aupr_in", "aupr_out"})
 CELL = ["source", "backbone", "paradigm", "mcd", "csf", "variant", "metric"]
 CONFIG = ["dropout", "reward"]
-
-
-def higher_is_better(metric: str) -> bool:
-    """Orientation of a metric name (a conformal one has its base metric's)."""
-    return base_metric(metric) in HIGHER_IS_BETTER
 
 
 def select_configurations(table: pd.DataFrame) -> pd.DataFrame:
@@ -35,7 +30,7 @@ def select_configurations(table: pd.DataFrame) -> pd.DataFrame:
     if val.empty:
         raise ValueError("model selection needs validation rows (split 'val', scheme 'misclf')")
     means = val.groupby(CELL + CONFIG, as_index=False, observed=True)["value"].mean()
-    sign = means["metric"].isin(HIGHER_IS_BETTER).map({True: -1.0, False: 1.0})
+    sign = means["metric"].map(lambda name: -1.0 if higher_is_better(name) else 1.0).astype(float)
     means = means.assign(_key=means["value"] * sign).sort_values(CELL + ["_key"] + CONFIG, kind="stable")
     chosen = means.groupby(CELL, as_index=False, observed=True).head(1)
     return chosen.drop(columns="_key").rename(columns={"value": "val_value"}).reset_index(drop=True)

@@ -19,13 +19,13 @@ log = logging.getLogger(__name__)
 
 
 def write_set_scores(spec: ModelSpec, eval_sets: list[EvalSet], score_set: Callable, out_scores: str | Path,
-                     out_metrics: str | Path, attrs: dict) -> None:
+                     out_metrics: str | Path, attrs: dict, metrics: tuple[str, ...]) -> None:
     """Score every evaluation set with ``score_set`` and write one scores file and one metrics file.
 
     ``score_set(eval_set)`` returns (splits {mode: SplitData}, scores {mode: {(csf, variant): confidence}},
     protocols {mode: {(csf, variant): tuning protocol}}).  The ID test set is scored first: the shifted
     sets' OOD schemes are evaluated against its scores.  ``attrs``: the scores file's attributes (with the
-    fit ``group``).
+    fit ``group``); ``metrics``: the metric names of the rows (:func:`csfbench.metrics.metric_names`).
     """
     written, rows, reference = {}, [], None
     for eval_set in sorted(eval_sets, key=lambda e: e.name != "test"):
@@ -33,11 +33,11 @@ def write_set_scores(spec: ModelSpec, eval_sets: list[EvalSet], score_set: Calla
         groups = {key: value for key, value in eval_set.groups.items() if value is not None}  # HDF5 has no null
         written[eval_set.name] = (scores, splits, {"dataset": eval_set.name, "shift_type": eval_set.shift_type,
                                                    "regime": eval_set.regime, **groups})
-        own = {mode: {"correct": splits[mode].correct, "scores": scores[mode], "protocols": protocols[mode]}
-               for mode in scores}
+        own = {mode: {"correct": splits[mode].correct, "labels": splits[mode].labels, "scores": scores[mode],
+                      "protocols": protocols[mode]} for mode in scores}
         if eval_set.name == "test":
             reference = own
-        rows.append(metric_rows(spec, eval_set, own, reference if eval_set.shift_type != "id" else None))
+        rows.append(metric_rows(spec, eval_set, own, reference if eval_set.shift_type != "id" else None, metrics))
         log.info("%s/%s/%s: %d metric rows", spec.model, attrs["group"], eval_set.name, len(rows[-1]))
     write_scores(out_scores, {name: written[name] for name in sorted(written)}, attrs)
     table = pd.concat(rows, ignore_index=True)

@@ -51,9 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from csfbench.metrics import classification as clf
-from csfbench.metrics import risk_coverage as rc
-from csfbench.metrics._inputs import MetricInputError, UndefinedMetricError, check_pair, finite_1d
+from csfbench.metrics._inputs import MetricInputError, UndefinedMetricError, check_labels, check_pair, finite_1d
+from csfbench.metrics.registry import DEFAULT_METRICS, MetricSpec, metric_spec
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,9 @@ _ALL_ID_SUCCESS = ("newclass", "shiftdetect")
 class SchemeData:
     """One evaluation set: ``confidence`` (higher = more likely success), ``residual`` (1 = failure),
     optional per-sample ``weight`` (``failure`` scheme only), the success count ``n_pos``, the
-    failure count ``n_neg`` and the ``scheme`` name.  Arrays are read-only."""
+    failure count ``n_neg``, the ``scheme`` name, ``shifted`` (bool: the samples of the shifted set; None for
+    ``misclf``) and ``labels`` (the true classes of a ``misclf`` set when given, else None).  Arrays are
+    read-only."""
 
     confidence: np.ndarray
     residual: np.ndarray
@@ -74,6 +75,8 @@ class SchemeData:
     n_pos: int
     n_neg: int
     scheme: str
+    shifted: np.ndarray | None = None
+    labels: np.ndarray | None = None
 
 
 def _correct_flags(id_correct, n: int) -> np.ndarray:
@@ -92,12 +95,13 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def build_scheme(scheme: str, id_confidence, id_correct, shift_confidence=None) -> SchemeData:
+def build_scheme(scheme: str, id_confidence, id_correct, shift_confidence=None, id_labels=None) -> SchemeData:
     """Compose the evaluation set of ``scheme`` (see the module table); ID samples come first.
 
     ``id_correct`` marks correct ID predictions (bool or 0/1); for ``shiftdetect`` it may be None
     (unused).  ``misclf`` takes the ID set alone and ``shift_confidence`` must be None; the other
-    schemes need a non-empty ``shift_confidence``.
+    schemes need a non-empty ``shift_confidence``.  ``id_labels`` (integers, the true classes; ``misclf`` only,
+    optional) are kept for the balanced-accuracy metrics.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; expected one of {SCHEMES}")
@@ -137,59 +141,59 @@ def build_scheme(scheme: str, id_confidence, id_correct, shift_confidence=None) 
         weight = _readonly(np.concatenate([np.full(id_conf.size, 1.0 / id_conf.size),
                                            np.full(shift.size, 1.0 / shift.size)]))
     n_neg = int(residual.sum())
-    return SchemeData(_readonly(confidence), _readonly(residual), weight, residual.size - n_neg, n_neg, scheme)
+    shifted = None if scheme == "misclf" else _readonly(np.r_[np.zeros(int(keep.sum()), bool), np.ones(shift.size, bool)])
+    labels = None
+    if id_labels is not None:
+        if scheme != "misclf":
+            raise ValueError(f"id_labels are kept for scheme 'misclf' only, not {scheme!r}")
+        labels = check_labels(np.asarray(id_labels), id_conf.size, np.iinfo(np.int64).max).copy()
+        labels = _readonly(labels)
+    return SchemeData(_readonly(confidence), _readonly(residual), weight, residual.size - n_neg, n_neg, scheme,
+                      shifted, labels)
 
 
 def _within_unit_interval(confidence: np.ndarray) -> bool:
     return bool(confidence.min() >= 0.0 and confidence.max() <= 1.0)
 
 
-_METRICS = {
-    "aurc": lambda d: rc.aurc(d.confidence, d.residual),
-    "augrc": lambda d: rc.augrc(d.confidence, d.residual),
-    "e_aurc": lambda d: rc.e_aurc(d.confidence, d.residual),
-    "e_augrc": lambda d: rc.e_augrc(d.confidence, d.residual),
-    "auroc": lambda d: clf.auroc(d.confidence, d.residual, sample_weight=d.weight),
-    "fpr95": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.95, positive="success"),
-    "fpr95_failure_positive": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.95, positive="failure"),
-    "fpr99": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.99, positive="success"),
-    "fpr99_failure_positive": lambda d: clf.fpr_at_tpr(d.confidence, d.residual, 0.99, positive="failure"),
-    "aupr_in": lambda d: clf.aupr_in(d.confidence, d.residual),
-    "aupr_out": lambda d: clf.aupr_out(d.confidence, d.residual),
-    "ece": lambda d: clf.ece(d.confidence, d.residual),
-    "mce": lambda d: clf.mce(d.confidence, d.residual),
-}
-DEFAULT_METRICS = tuple(_METRICS)
-_CALIBRATION = ("ece", "mce")
-
-
 def evaluate(data: SchemeData, metrics=DEFAULT_METRICS) -> dict[str, float]:
-    """Compute ``metrics`` (names from :data:`DEFAULT_METRICS`) on ``data``; values are fractions in [0, 1].
+    """Compute ``metrics`` (names of :mod:`csfbench.metrics.registry`) on ``data``; values are fractions.
 
-    Orientation: aurc, augrc, e_aurc, e_augrc, fpr95*, fpr99*, ece, mce lower = better; auroc, aupr_in,
-    aupr_out higher = better.  ``fpr95`` / ``fpr99`` (at TPR 0.95 / 0.99) have success as the positive
-    class, ``fpr95_failure_positive`` / ``fpr99_failure_positive`` failure (see
-    :func:`~csfbench.metrics.fpr_at_tpr`).  Only ``auroc`` uses ``data.weight``.
+    Orientation per name: :func:`~csfbench.metrics.registry.higher_is_better`.  ``fpr95`` / ``fpr99`` (at TPR
+    0.95 / 0.99) have success as the positive class, ``fpr95_failure_positive`` / ``fpr99_failure_positive``
+    failure (see :func:`~csfbench.metrics.fpr_at_tpr`).  Only the weighted metrics (``auroc``) use
+    ``data.weight``; the open-set metrics get ``data.shifted``, the balanced-accuracy ones ``data.labels``.
 
-    Omitted from the result: a metric that is undefined on a single-class set (auroc, fpr*, aupr_*
-    when there are no failures or no successes), with a logged warning naming it and why; and ece/mce
-    when any confidence lies outside [0, 1] (the CSF is not a probability), with a debug message.
+    Omitted from the result: a metric that is undefined on a single-class set (auroc, fpr*, aupr_* when
+    there are no failures or no successes), with a logged warning naming it and why; with a debug message,
+    a probability metric (ece, mce, brier, nll) when any confidence lies outside [0, 1] (the CSF is not a
+    probability), a metric whose context (``labels``) the set lacks, and a joint metric on a scheme it does
+    not apply to (:attr:`~csfbench.metrics.registry.MetricSpec.schemes`).
     """
-    unknown = [name for name in metrics if name not in _METRICS]
-    if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; known: {DEFAULT_METRICS}")
+    specs = [metric_spec(name) for name in metrics]
     out: dict[str, float] = {}
-    for name in metrics:
-        _evaluate_one(name, data, out)
+    for spec in specs:
+        _evaluate_one(spec, data, out)
     return out
 
 
-def _evaluate_one(name: str, data: SchemeData, out: dict) -> None:
-    if name in _CALIBRATION and not _within_unit_interval(data.confidence):
-        log.debug("%s skipped for scheme %s: confidences are not within [0, 1]", name, data.scheme)
+def _evaluate_one(spec: MetricSpec, data: SchemeData, out: dict) -> None:
+    context = {"shifted": data.shifted, "labels": data.labels}
+    skip = None
+    if spec.schemes is not None and data.scheme not in spec.schemes:
+        skip = f"it applies to the {spec.schemes} schemes only"
+    elif spec.probability and not _within_unit_interval(data.confidence):
+        skip = "confidences are not within [0, 1]"
+    elif any(context[need] is None for need in spec.needs):
+        skip = f"the set has no {[need for need in spec.needs if context[need] is None]}"
+    if skip:
+        log.debug("%s skipped for scheme %s: %s", spec.name, data.scheme, skip)
         return
+    kwargs = {need: context[need] for need in spec.needs}
+    if spec.weighted:
+        kwargs["weight"] = data.weight
     try:
-        out[name] = _METRICS[name](data)
+        out[spec.name] = float(spec.function(data.confidence, data.residual, **kwargs))
     except UndefinedMetricError as err:
         log.warning("%s omitted for scheme %s (%d successes, %d failures): %s",
-                    name, data.scheme, data.n_pos, data.n_neg, err)
+                    spec.name, data.scheme, data.n_pos, data.n_neg, err)

@@ -35,7 +35,7 @@ def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.Dat
     # (:func:`write_table`) ~1 s of start-up
     from csfbench.aggregate.cells import ranking_settings
     from csfbench.aggregate.ranking import selected_ranked_rows
-    from csfbench.aggregate.selection import higher_is_better
+    from csfbench.metrics import higher_is_better
 
     settings = ranking_settings(ranking)
     rows = selected_ranked_rows(table, settings, [metric])

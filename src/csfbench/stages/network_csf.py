@@ -68,12 +68,12 @@ def fit_network_csf(spec: ModelSpec, settings: NetworkCsfFit, checkpoint: str | 
 
 
 def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Path, fit_h5: str | Path,
-                features: dict[str, str | Path], out_scores: str | Path, out_metrics: str | Path, batch_size: int,
-                num_workers: int = 0) -> None:
+                features: dict[str, str | Path], out_scores: str | Path, out_metrics: str | Path,
+                metrics: tuple[str, ...], batch_size: int, num_workers: int = 0) -> None:
     """Score every evaluation set of a model with its fitted network-pass CSFs; write one scores file and one
     metrics file through :func:`csfbench.csf.score_files.write_set_scores`, as ``score_csf`` writes them.
-    ``features``: {set: feature file}, whose correctness and labels the rows use; the ``tuning_protocol``
-    column comes from the fit."""
+    ``features``: {set: feature file}, whose correctness and labels the rows use; ``metrics``: the metric names
+    of the rows; the ``tuning_protocol`` column comes from the fit."""
     # imported here, not at the top: the CSF registry and pandas would cost every fit job ~1 s of start-up
     from csfbench.csf.inputs import load_splits
     from csfbench.csf.score_files import write_set_scores
@@ -107,7 +107,8 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
         scores = {(name, "none"): values for name, values in conf.items()}
         return {"det": split}, {"det": scores}, {"det": {key: protocols[key[0]] for key in scores}}
 
-    write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, {**expect_run, "group": NETWORK_SCORER})
+    write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, {**expect_run, "group": NETWORK_SCORER},
+                     metrics)
 
 
 def gram_class_scores(spec: ModelSpec, checkpoint: str | Path, fit_h5: str | Path, images: ImageSet,

@@ -20,6 +20,7 @@ from csfbench.csf.engine import resolved_budgets
 from csfbench.csf.projection import GROUP_VARIANTS
 from csfbench.csf.registry import CSFS
 from csfbench.errors import ConfigError
+from csfbench.metrics.registry import metric_names
 from csfbench.seeds import derive_seed
 from csfbench.shifts import names as shift_names
 from csfbench.specs import SPLITS, DatasetSpec, EvalSet, ModelSpec
@@ -72,6 +73,13 @@ class Grid:
     def setting_json(self, key_path: str) -> str:
         """:meth:`setting` as canonical JSON."""
         return canonical_json(self.setting(key_path))
+
+    @property
+    def metric_names(self) -> list[str]:
+        """The metric rows of every scores file: the ``evaluation`` section's presets and further names
+        (:func:`csfbench.metrics.metric_names`), in order."""
+        evaluation = self.config["evaluation"]
+        return list(metric_names(evaluation["conventions"], evaluation["metrics"]))
 
     # -----------------------------------------------------------------------------------------
     # models and evaluation sets

@@ -18,12 +18,12 @@ import jsonschema
 import yaml
 
 from csfbench.aggregate.cells import REGIMES, SHIFT_TYPE, is_conformal
-from csfbench.aggregate.selection import higher_is_better
+from csfbench.metrics import higher_is_better
 from csfbench.errors import ConfigError, ConfigFileError
 from csfbench.evaluation import FPR_METRIC, conformal_metric
 from csfbench.csf.projection import group_of, parse_variant
 from csfbench.csf.registry import BY_NAME, SPACES
-from csfbench.metrics import DEFAULT_METRICS as METRICS
+from csfbench.metrics import UnknownMetricError, metric_names
 from csfbench.specs import SPLITS
 from csfbench.workflow.grid import stage_enabled
 from csfbench.workflow.jobs import Jobs
@@ -155,6 +155,17 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     if rules is not None:
         _check_resource_rules(config["resources"], sorted(rules), origin)
     return config
+
+
+def _metric_rows(evaluation: dict, origin: str) -> tuple[str, ...]:
+    """The metric names of the run's rows (:func:`csfbench.metrics.metric_names`); an unknown name in
+    ``evaluation/metrics`` is an error naming it and the known ones."""
+    for number, name in enumerate(evaluation["metrics"]):
+        try:
+            metric_names((), (name,))
+        except UnknownMetricError as err:
+            raise ConfigError(f"evaluation/metrics/{number}", f"a metric name ({err})", name, origin) from None
+    return metric_names(evaluation["conventions"], evaluation["metrics"])
 
 
 def _check_source_training(config: dict, origin: str) -> None:
@@ -401,13 +412,14 @@ def _check_selections(grid: Jobs, origin: str) -> None:
     for source, model in figures["rc_curves"]["models"].items():
         _require(source, sources, f"figures/rc_curves/models/{source}", origin)
         _require(model, grid.models(source), f"figures/rc_curves/models/{source}", origin)
+    computed = _metric_rows(config["evaluation"], origin)
     conformal = config["conformal"]
     corrected = [conformal_metric(base, method, delta) for base in ("auroc", *FPR_METRIC.values())
                  for method in conformal["methods"] for delta in conformal["delta"]] if conformal["enabled"] else []
     for group, metrics in config["ranking"]["metric_groups"].items():
         for metric in metrics:
-            _require(metric, [*METRICS, *corrected], f"ranking/metric_groups/{group}", origin)
-    _require(figures["table_metric"], METRICS, "figures/table_metric", origin)
+            _require(metric, [*computed, *corrected], f"ranking/metric_groups/{group}", origin)
+    _require(figures["table_metric"], computed, "figures/table_metric", origin)
     _require(figures["clique_map_group"], list(config["ranking"]["metric_groups"]), "figures/clique_map_group",
              origin)
     drawn = [("figures/rc_curves/csfs", name) for name in figures["rc_curves"]["csfs"]]

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from csfbench.metrics import DEFAULT_METRICS
 from csfbench.aggregate.results_table import merge_metric_files, write_results_table
 from csfbench.evaluation import COLUMNS, GROUP_COLUMNS, metric_rows
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
@@ -95,7 +96,8 @@ def test_a_scores_file_keeps_the_group_keys_for_the_conformal_and_pair_rows(tmp_
 
     sets = [EvalSet("test", "id", "test"), IMAGENET_C, RENDITION, FAR]
     write_set_scores(SPEC, sets, score_set, tmp_path / "none.h5", tmp_path / "none.parquet",
-                     {"source": "syn", "model": SPEC.model, "group": "none", "quirks": "strict", "config_hash": "x"})
+                     {"source": "syn", "model": SPEC.model, "group": "none", "quirks": "strict", "config_hash": "x"},
+                     DEFAULT_METRICS)
     attrs = scores_sets(tmp_path / "none.h5")
     assert {name: set_groups(a) for name, a in attrs.items()} == {s.name: s.groups for s in sets}
     band = {("dkwm", 0.05): np.linspace(0.05, 1.0, 10)}

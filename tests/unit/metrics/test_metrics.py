@@ -12,6 +12,7 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from csfbench import metrics as m
+from csfbench.metrics import selective
 
 # hand-computed risk–coverage values (×1000): confidences, residuals, AURC, AUGRC; B has a tie
 ORACLE = {
@@ -266,7 +267,14 @@ def test_ece_mce_hand_cases():
 # ---------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("fn", [m.aurc, m.augrc, m.e_aurc, m.auroc, m.fpr_at_tpr, m.aupr_in, m.ece])
+@pytest.mark.parametrize("fn", [
+    m.aurc, m.augrc, m.e_aurc, m.auroc, m.fpr_at_tpr, m.aupr_in, m.ece,
+    lambda c, r: m.aurc(c, r, convention="torch-uncertainty"),
+    lambda c, r: selective.risk_at_coverage(c, r, 0.5),
+    lambda c, r: selective.coverage_at_risk(c, r, 0.1),
+    lambda c, r: selective.selective_guaranteed_risk(c, r, 0.1, 0.1),
+    lambda c, r: selective.scod_aurc(c, r, np.zeros(len(r), bool)),
+])
 def test_bad_inputs_raise(fn):
     with pytest.raises(ValueError, match=r"confidence contains 2 non-finite"):
         fn([0.1, np.nan, np.inf, 0.4], [0, 1, 0, 1])

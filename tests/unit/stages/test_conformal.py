@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from csfbench.metrics import DEFAULT_METRICS
 from csfbench.csf.conformity_scores import CONFORMITY_SCORES
 from csfbench.csf.score_files import write_set_scores
 from csfbench.errors import ConfigError
@@ -124,7 +125,8 @@ def test_conformal_rows_calibrate_on_n_cal_samples_of_the_id_test_split(tmp_path
 
     sets = [EvalSet("test", "id", "test"), EvalSet("far", "semantic", "far", DatasetSpec("far", "npy", "x"))]
     write_set_scores(SPEC, sets, score_set, tmp_path / "s.h5", tmp_path / "m.parquet",
-                     {"source": "syn", "model": SPEC.model, "group": "none", "quirks": "strict", "config_hash": "x"})
+                     {"source": "syn", "model": SPEC.model, "group": "none", "quirks": "strict", "config_hash": "x"},
+                     DEFAULT_METRICS)
     write_band(20, 0.05, "dkwm", 100, 0, tmp_path / "band.npy")
     settings = ConformalFit.from_dict({"enabled": True, "delta": [0.05], "methods": ["dkwm"], "n_mc": 100, "seed": 0,
                                        "tpr": [0.95], "calibration": {"split": "test", "n_cal": 20, "seed": 1}})

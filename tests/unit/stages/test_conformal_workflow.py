@@ -8,7 +8,8 @@ from sklearn.metrics import roc_auc_score
 from csfbench.aggregate.cells import Analysis, ranking_settings
 from csfbench.aggregate.ranking import rank_results, selected_ranked_rows
 from csfbench.aggregate.results_table import merge_metric_files
-from csfbench.aggregate.selection import higher_is_better, selected_rows
+from csfbench.aggregate.selection import selected_rows
+from csfbench.metrics import higher_is_better
 from csfbench.errors import ConfigError
 from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, base_metric, conformal_metric, conformal_rows
 from csfbench.metrics import fpr_at_tpr

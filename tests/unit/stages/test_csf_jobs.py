@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from csfbench.metrics import DEFAULT_METRICS
 from csfbench.csf.fit_settings import FitSettings
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
@@ -68,7 +69,7 @@ def _run_group(features, root, group):
     names = ("val", "test", "ood")
     # one scoring job per (model, fit group): every evaluation set into one scores and one metrics file
     score_csf(SPEC, [SETS[name] for name in names], fit, {name: files[name] for name in names},
-              root / group / "scores.h5", root / group / "metrics.parquet")
+              root / group / "scores.h5", root / group / "metrics.parquet", DEFAULT_METRICS)
     table = pd.read_parquet(root / group / "metrics.parquet")
     assert set(table["dataset"]) == set(names)
     out = {}

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
+from csfbench.metrics import DEFAULT_METRICS
 from csfbench.csf.engine import TuningSettings, fit_mode, flavours, score_mode, tuning_protocols
 from csfbench.csf.fit_settings import FitSettings
 from csfbench.csf.knn import knn_fit, knn_score
@@ -296,7 +297,7 @@ def test_jobs_record_the_protocol_in_the_fit_and_in_every_metric_row(tmp_path):
             assert fh[f"{mode}/csf/NNGuide/none"].attrs["tuning_protocol"] == "fixed"
     names = ("val", "test", "ood")
     score_csf(SPEC, [SETS[n] for n in names], fit, {n: files[n] for n in names}, tmp_path / "scores.h5",
-              tmp_path / "metrics.parquet")
+              tmp_path / "metrics.parquet", DEFAULT_METRICS)
     rows = pd.read_parquet(tmp_path / "metrics.parquet")
     assert list(rows.columns) == COLUMNS and rows["tuning_protocol"].notna().all()
     protocol = rows.groupby("csf")["tuning_protocol"].agg(set).to_dict()
