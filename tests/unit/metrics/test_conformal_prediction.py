@@ -163,6 +163,26 @@ def test_randomised_aps_sets_equal_mapie_for_the_same_uniforms(alpha):
     np.testing.assert_array_equal(ours, mapie_sets(probs, labels, 1000, alpha, "aps", seed))
 
 
+def test_randomised_aps_with_tied_probabilities_keeps_the_nominal_coverage_where_mapie_over_covers():
+    """Logits on an integer grid tie many softmax entries of a row.  MAPIE 1.6's randomised APS then includes
+    every label tied with the boundary one; csfbench's sets (the same uniforms) cover at the nominal level.
+    Measured: 0.905 against MAPIE's 0.9395 at a 0.9 target, mean set size 12.7 against 14.3."""
+    rng = np.random.default_rng(3)
+    n, n_classes, n_cal, alpha, seed = 6000, 20, 2000, 0.1, 7
+    probs = scipy_softmax(np.round(rng.normal(size=(n, n_classes))), axis=1)
+    labels = np.minimum((rng.random(n)[:, None] > np.cumsum(probs, axis=1)).sum(axis=1), n_classes - 1)
+    u_cal = 1 - np.random.RandomState(seed).uniform(size=n_cal)
+    u_eval = 1 - np.random.RandomState(seed).uniform(size=n - n_cal)
+    ours = ps.prediction_sets(ps.aps_nonconformity(probs[:n_cal], u_cal), labels[:n_cal],
+                              ps.aps_nonconformity(probs[n_cal:], u_eval), alpha)
+    theirs = mapie_sets(probs, labels, n_cal, alpha, "aps", seed)
+    evaluated = np.arange(n - n_cal), labels[n_cal:]
+    slack = 3 * math.sqrt(alpha * (1 - alpha) * (1 / n_cal + 1 / (n - n_cal)))
+    assert abs(ours[evaluated].mean() - (1 - alpha)) <= slack
+    assert theirs[evaluated].mean() > 1 - alpha + slack
+    assert theirs.sum(axis=1).mean() > ours.sum(axis=1).mean()
+
+
 # ---------------------------------------------------------------- class-dependent conformity scores
 
 
