@@ -15,7 +15,8 @@ Name grammar (one ``@`` for a convention or a parameter, two for a conformal cor
 - ``<family>@<parameter><value>``: a metric at a configured point, e.g. ``risk@coverage0.8``,
   ``coverage@risk0.05``, ``sgr_coverage@risk0.05_delta0.001``, ``scod_aurc@cost0.5``, ``ccr@fpr0.01``; the SCOD
   areas take torch-uncertainty's sample-wise curve with the suffix ``_torch-uncertainty``
-  (``scod_aurc@cost0.5_torch-uncertainty``);
+  (``scod_aurc@cost0.5_torch-uncertainty``); ``scod_risk@coverage0.8_cost0.5`` and
+  ``scod_coverage@risk0.05_cost0.5`` are the operating points of the SCOD loss;
 - ``<classical>@<method>@<delta>``: a calibration-conditional conformal correction (Novello, Dalmau &
   Andéol, arXiv 2403.11532), e.g. ``auroc@dkwm@0.05``: the ID samples (residual 0) are the calibration set.
 
@@ -142,6 +143,13 @@ _FAMILIES = (
             [_CLOSED_UNIT],
             lambda name, c, tu: MetricSpec(name, partial(selective.scod_augrc, ood_cost=c, convention=_rc(tu)), False,
                                            needs=("shifted",), schemes=FAILURE_SETS)),
+    _family(rf"scod_risk@coverage{_NUMBER}_cost{_NUMBER}", "scod_risk@coverage0.8_cost0.5", [_OPEN_UNIT, _CLOSED_UNIT],
+            lambda name, c, cost: MetricSpec(name, partial(selective.scod_risk_at_coverage, coverage=c, ood_cost=cost),
+                                             False, needs=("shifted",), schemes=FAILURE_SETS)),
+    _family(rf"scod_coverage@risk{_NUMBER}_cost{_NUMBER}", "scod_coverage@risk0.05_cost0.5",
+            [_CLOSED_UNIT, _CLOSED_UNIT],
+            lambda name, r, cost: MetricSpec(name, partial(selective.scod_coverage_at_risk, risk=r, ood_cost=cost),
+                                             True, needs=("shifted",), schemes=FAILURE_SETS)),
     _family(rf"ccr@fpr{_NUMBER}", "ccr@fpr0.01", [_OPEN_UNIT],
             lambda name, f: MetricSpec(name, partial(open_set.ccr_at_fpr, fpr=f), True, needs=("shifted",),
                                        schemes=FAILURE_SETS)),
@@ -244,7 +252,8 @@ PRESETS = {
                   "mce@fd-shifts", "nll"),
     "torch-uncertainty": ("auroc", "aupr_out", "fpr95_failure_positive", "aurc@torch-uncertainty",
                           "augrc@torch-uncertainty", "risk@coverage0.8", "coverage@risk0.05",
-                          "scod_aurc@cost0.5_torch-uncertainty", "scod_augrc@cost0.5_torch-uncertainty"),
+                          "scod_aurc@cost0.5_torch-uncertainty", "scod_augrc@cost0.5_torch-uncertainty",
+                          "scod_risk@coverage0.8_cost0.5", "scod_coverage@risk0.05_cost0.5"),
 }
 
 

@@ -160,3 +160,21 @@ def scod_augrc(confidence, residual, shifted, ood_cost: float = 0.5, *, conventi
     (a torch-uncertainty construction, not named in the SCOD papers), sample-wise with ties in input order.
     """
     return augrc(*_scod_pair(confidence, residual, shifted, ood_cost), convention=convention)
+
+
+def scod_risk_at_coverage(confidence, residual, shifted, coverage: float, ood_cost: float = 0.5) -> float:
+    """:func:`risk_at_coverage` of ``confidence`` against :func:`scod_loss`, in [0, 1]; lower is better.
+
+    torch-uncertainty 0.13.0's ``SCODRiskAtxCov`` (``SCOD_Risk_80Cov`` at coverage 0.8) on untied confidences;
+    ties are accepted whole, as :func:`risk_at_coverage`.
+    """
+    return risk_at_coverage(*_scod_pair(confidence, residual, shifted, ood_cost), coverage)
+
+
+def scod_coverage_at_risk(confidence, residual, shifted, risk: float, ood_cost: float = 0.5) -> float:
+    """:func:`coverage_at_risk` of ``confidence`` against :func:`scod_loss`, in [0, 1]; higher is better.
+
+    torch-uncertainty 0.13.0's ``SCODCovAtxRisk`` (``SCOD_Cov_5Risk`` at risk 0.05) on untied confidences, 0.0
+    where it returns NaN; ties are accepted whole, as :func:`coverage_at_risk`.
+    """
+    return coverage_at_risk(*_scod_pair(confidence, residual, shifted, ood_cost), risk)

@@ -408,6 +408,36 @@ def test_scod_areas_match_transcription(cases):
             assert sel.scod_augrc(conf, failure_res, shifted, cost) == rc.augrc(conf, loss)
 
 
+def test_scod_operating_points_match_transcription_on_untied():
+    """Golden: torch-uncertainty 0.13.0 ``SCODRiskAtxCov`` / ``SCODCovAtxRisk`` (the RiskAtxCov / CovAtxRisk
+    transcriptions above on the SCOD losses) on untied confidences; 0.0 where CovAtxRisk gives NaN."""
+    rng = np.random.default_rng(11)
+    for conf, res in untied_cases():
+        res = (res > 0.5).astype(float)
+        shifted = rng.random(conf.size) < 0.3
+        failure_res = np.where(shifted, 1.0, res)
+        for cost in (0.2, 0.5):
+            losses = tu_scod_losses(res, shifted, cost)
+            for c in (0.3, 0.8, 1.0):
+                assert sel.scod_risk_at_coverage(conf, failure_res, shifted, c, cost) == pytest.approx(
+                    tu_risk_at_cov(conf, losses, c), abs=1e-12)
+            for r in (0.05, 0.2):
+                want = tu_cov_at_risk(conf, losses, r)
+                got = sel.scod_coverage_at_risk(conf, failure_res, shifted, r, cost)
+                assert got == (0.0 if math.isnan(want) else pytest.approx(want, abs=1e-12))
+
+
+def test_scod_operating_points_hand_case():
+    # descending confidence: correct ID (loss 0), OOD (0.5), misclassified ID (0.5), correct ID (0), OOD (0.5)
+    conf = [0.9, 0.8, 0.7, 0.6, 0.5]
+    res, shifted = [0, 1, 1, 0, 1], [False, True, False, False, True]
+    # coverage 0.4: the 2 most confident, losses (0, 0.5): risk 0.25; the risks at k = 1..5: 0, .25, 1/3, .25, .3
+    assert sel.scod_risk_at_coverage(conf, res, shifted, 0.4) == pytest.approx(0.25)
+    # risk <= 0.25 holds up to k = 4 (0.25): coverage 0.8
+    assert sel.scod_coverage_at_risk(conf, res, shifted, 0.25) == pytest.approx(0.8)
+    assert sel.scod_coverage_at_risk(conf, res, shifted, 0.1) == pytest.approx(0.2)
+
+
 def test_scod_areas_ties_and_orientation():
     # all tied: csfbench gives the mean loss (AURC) and half of it (AUGRC) whatever the order
     conf, res, shifted = np.full(4, 0.5), [0, 1, 1, 0], [0, 1, 0, 0]
