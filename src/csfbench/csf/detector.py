@@ -25,8 +25,11 @@ than logits::
 variant; ``score`` the features, logits and confidences read.  C and D come from the head where
 given, else from the logits and features given (read or not), else C is the largest training label + 1;
 zeros of that shape stand in for what a CSF does not read.  So an input given but not read still fixes
-C or D and must agree in shape with the others.  Every input read must be finite: a NaN or Inf is a
-ValueError naming the input, the split ("train", "val", "score") and its first row.
+C or D and must agree in shape with the others.  Every input given is an array (or nested list) of real
+numbers, integer or floating (labels integers), with the dimensions of :data:`LAYOUTS`: a bool,
+complex, string or object array is a TypeError, a scalar or another number of dimensions a ValueError,
+each naming the split ("train", "val", "head", "score"), the argument and its layout.  Every input read
+must be finite: a NaN or Inf is a ValueError naming the input, the split and its first row.
 
 A :class:`Detector` computes what the workflow's CSF engine (:mod:`csfbench.csf.engine`) computes for
 one (CSF, variant) whose hyper-parameters are fixed: the same projection state, views
@@ -39,7 +42,10 @@ MI), which are not registry CSFs.  Choices:
   included; the CSF receives each as its kind, :meth:`~csfbench.csf.registry.Csf.typed`).  A CSF without
   a space takes none.  A value outside the search range is allowed (the range is what the engine tunes
   in); a score that gives every row the same value, as a degenerate choice can (ReAct's clip at
-  percentile 0.9 of mostly-zero activations), warns (``UserWarning``).
+  percentile 0.9 of mostly-zero activations), warns (``UserWarning``).  A neighbour count k (KNN,
+  NNGuide: :data:`NEIGHBOUR_COUNTS`) must lie in [1, N] for N training rows, the bound of KNN's bank,
+  checked by :meth:`Detector.fit` (NNGuide's bank holds M <= N of them, and a k above M is capped at M,
+  as in the engine).
 * ``variant``: the projection variant, "none" (default) or, where the CSF supports it, "global",
   "class", "class_avg" or "class_pred" (:mod:`csfbench.csf.projection`).  A projected variant needs
   ``projection_variance`` v ∈ (0, 1], the fraction of the training features' variance its PCA keeps
@@ -59,9 +65,10 @@ MI), which are not registry CSFs.  Choices:
   reads no temperature (``Csf.uses_temperature`` false: MSP, EBO and the other detectors defined at
   T = 1, and the scores of features alone; KPCA RecError reads the base T for its landmark energies)
   refuses any value but 1.0.
-* ``backbone``: "vit" marks a ViT model, for which the ``cnn_only`` CSFs (Confidence: no paradigm
-  confidence head) are refused and ``quirks="compat_authors"`` gives NeCo's ViT form; any other value
-  is a CNN.  No registry CSF reads the training paradigm, so there is no paradigm argument.
+* ``backbone``: one of :data:`BACKBONES`, "cnn" (default: a VGG-13, a ResNet or any other CNN) or
+  "vit", a ViT model, for which the ``cnn_only`` CSFs (Confidence: no paradigm confidence head) are
+  refused and ``quirks="compat_authors"`` gives NeCo's ViT form; any other value is a ValueError
+  listing them.  No registry CSF reads the training paradigm, so there is no paradigm argument.
 * ``quirks``: "strict" (default, the paper's consistent form) or "compat_authors" (the authors' code;
   :mod:`csfbench.csf.registry`).  The head is the C class rows only: a Deep Gamblers model's
   abstention output is dropped from W, b and the logits, so compat mode cannot restore it for ViM,
@@ -99,6 +106,13 @@ if TYPE_CHECKING:
 
 PARADIGM = "unspecified"  # ModelContext.paradigm: read by no registry CSF
 GROUP_OF = {variant: group for group, variants in GROUP_VARIANTS.items() for variant in variants}
+#: the values of ``backbone``: the registry tells a ViT ("vit") from every other, convolutional, network
+BACKBONES = ("cnn", "vit")
+#: the CSFs whose hyper-parameter k counts nearest training rows: k in [1, N_train] (KNN's bank rule)
+NEIGHBOUR_COUNTS = frozenset({"KNN", "NNGuide"})
+#: the array arguments of fit and score: (number of dimensions, layout); ``val_*`` as their training form
+LAYOUTS = {"features": (2, "N×D"), "logits": (2, "N×C"), "pass_logits": (3, "N×P×C"), "labels": (1, "(N,)"),
+           "head_weight": (2, "C×D"), "head_bias": (1, "(C,)"), "confidence": (1, "(N,)")}
 
 
 def detector(name: str, *, variant: str = "none", temperature_scaling: float | str = 1.0,
@@ -107,7 +121,8 @@ def detector(name: str, *, variant: str = "none", temperature_scaling: float | s
     """The registry CSF ``name`` with its hyper-parameters as keyword arguments, ready to :meth:`~Detector.fit`.
 
     Options (module docstring): ``variant``, ``temperature_scaling`` (T > 0 or "fit"),
-    ``projection_variance`` (v ∈ (0, 1], projected variants only), ``backbone``, ``quirks``.
+    ``projection_variance`` (v ∈ (0, 1], projected variants only), ``backbone`` ("cnn" or "vit"),
+    ``quirks``.
     Raises ValueError for an unknown CSF name, variant or option value, TypeError for unknown or
     missing hyper-parameters or one of the wrong type; each message lists the valid choices.
     """
@@ -121,6 +136,9 @@ def detector(name: str, *, variant: str = "none", temperature_scaling: float | s
         projected = "" if "none" in csf.variants else " (each needs projection_variance in (0, 1])"
         raise ValueError(f"CSF {name} has no variant {variant!r}; its variants are: {', '.join(csf.variants)}"
                          f"{projected}")
+    if not isinstance(backbone, str) or backbone not in BACKBONES:
+        raise ValueError(f"backbone must be one of {', '.join(BACKBONES)}, got {backbone!r} ('cnn' for a VGG, "
+                         "ResNet or any other convolutional network, 'vit' for a vision transformer)")
     if csf.cnn_only and backbone == "vit":
         raise ValueError(f"CSF {name} is defined for CNN backbones only, not for backbone 'vit'")
     if quirks not in QUIRKS:
@@ -224,11 +242,19 @@ class Detector:
         training inputs it has where the CSF has fitted state or the variant is projected; the others
         change no score (they may fix C and D: module docstring).  With ``temperature_scaling="fit"``,
         ``val_logits`` (or ``val_pass_logits``) and ``val_labels`` are required (and ``val_features`` for
-        a projected variant); otherwise the ``val_*`` inputs are refused.
+        a projected variant); otherwise the ``val_*`` inputs are refused.  Arrays of real numbers only,
+        of these dimensions (TypeError, ValueError: module docstring); KNN's and NNGuide's k must lie in
+        [1, N] for N training rows (ValueError).
         """
         from csfbench.csf.temperature import fit_temperature, fit_temperatures
         from csfbench.csf.views import build_views, variant_logits
 
+        features, logits, pass_logits, labels = _arrays("train", features=features, logits=logits,
+                                                        pass_logits=pass_logits, labels=labels)
+        head_weight, head_bias = _arrays("head", head_weight=head_weight, head_bias=head_bias)
+        val_features, val_logits, val_pass_logits, val_labels = _arrays(
+            "val", val_features=val_features, val_logits=val_logits, val_pass_logits=val_pass_logits,
+            val_labels=val_labels)
         reads, group = self.reads, GROUP_OF[self.variant]
         # the training split is read only by a CSF with fitted state or by a projected variant
         needs_train = self._csf.fit is not None or group != "none"
@@ -251,6 +277,8 @@ class Detector:
         weight, bias = head if head is not None and "head" in reads else _placeholder_head(*shape)
         ctx = self._context(weight, bias)
         train = self._read_split("train", shape, features, logits, pass_logits, labels) if needs_train else None
+        if self.name in NEIGHBOUR_COUNTS:
+            _check_neighbours(self.name, self.hyper_parameters["k"], len(train.features))
         projection = _fit_projection(group, train, ctx.n_classes, self._projection_variance)
         # the input mode (MC-dropout pass logits or not) of the logits the CSF reads
         modes = set()
@@ -282,13 +310,16 @@ class Detector:
 
         ``features`` N×D, ``logits`` N×C or ``pass_logits`` N×P×C (the same kind as given to
         :meth:`fit`), ``confidence`` (N,) the paradigm head's output: those of :attr:`reads` are
-        required, the others change no score.  Raises RuntimeError before :meth:`fit`, ValueError for
-        a non-finite input read or non-finite confidences; no rows give an empty array; warns
-        (``UserWarning``) when every row gets the same score.
+        required, the others change no score.  Raises RuntimeError before :meth:`fit`, TypeError for an
+        input that is no array of real numbers, ValueError for one of other dimensions, for a non-finite
+        input read or non-finite confidences; no rows give an empty array; warns (``UserWarning``) when
+        every row gets the same score.
         """
         from csfbench.csf.views import build_views
 
         fitted = self._require_fit()
+        features, logits, pass_logits, confidence = _arrays("score", features=features, logits=logits,
+                                                            pass_logits=pass_logits, confidence=confidence)
         self._require("score", features=features, logits=_logits_given("score", logits, pass_logits),
                       confidence=confidence)
         if fitted.head is not None:
@@ -377,6 +408,39 @@ def _width(*arrays) -> int | None:
     if array is None or np.ndim(array) == 0:
         return None
     return int(np.shape(array)[-1])
+
+
+def _arrays(dataset: str, **given) -> list:
+    """The arguments ``given`` ({name: value}) as arrays, in order (None stays None), checked against
+    :data:`LAYOUTS`: TypeError unless the values are real numbers (integer or floating; bool, complex,
+    string and object arrays are not), ValueError unless the array has the argument's dimensions.
+    Labels must be integers (:func:`_split` refuses floating ones, naming the row count)."""
+    arrays = []
+    for argument, value in given.items():
+        if value is None:
+            arrays.append(None)
+            continue
+        ndim, layout = LAYOUTS[argument.removeprefix("val_")]
+        kind = "integers" if argument.endswith("labels") else "real numbers (integer or floating)"
+        expected = f"{dataset}: {argument} must be a {ndim}-D array {layout} of {kind}"
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError) as err:  # a ragged nested list
+            raise TypeError(f"{expected}, got a {type(value).__name__} that is no such array ({err})") from None
+        if array.dtype.kind not in "iuf":
+            raise TypeError(f"{expected}, got dtype {array.dtype}")
+        if array.ndim != ndim:
+            got = "a scalar" if array.ndim == 0 else f"shape {array.shape}"
+            raise ValueError(f"{dataset}: {argument} must be {ndim}-D, {layout}, got {got}")
+        arrays.append(array)
+    return arrays
+
+
+def _check_neighbours(name: str, k: int, n_train: int) -> None:
+    """ValueError unless the neighbour count ``k`` of CSF ``name`` lies in [1, N] for ``n_train`` = N
+    training rows: the rule of KNN's bank (:func:`csfbench.csf.knn.knn_score`), applied at fit."""
+    if not 1 <= k <= n_train:
+        raise ValueError(f"{name} k must lie in [1, {n_train}] (the training-set size), got {k}")
 
 
 def _logits_given(dataset: str, logits, pass_logits):

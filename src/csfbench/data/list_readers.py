@@ -46,6 +46,10 @@ from csfbench.data.readers import (
 )
 
 WNID = re.compile(r"n\d{8}")
+#: a label of a list file: decimal ASCII digits, optionally signed (not int()'s ``1_0`` or other scripts' digits)
+LABEL = re.compile(r"[+-]?[0-9]+")
+#: the largest label of a list without a class bound: labels are stored as int64
+LABEL_MAX = int(np.iinfo(np.int64).max)
 #: keys of the ``expect`` option: image count, class count (distinct folders holding the images)
 #: and, for a list file, its SHA-256.
 EXPECT_KEYS = ("n_images", "n_classes", "sha256")
@@ -198,8 +202,9 @@ def _check_expect(path: Path, expect: object, n_images: int, n_classes: int, lis
 def _parse_list(path: Path, label_high: int | None, require_label: bool) -> list[tuple[int, str, int]]:
     """(line number, relative path, label) of every non-empty line ``relative/path [label]``.
 
-    A missing label is -1 (unless ``require_label``); labels must lie in -1..label_high (no upper
-    bound when None).  Paths must be relative, without ``..``, and listed once.
+    A missing label is -1 (unless ``require_label``); a label is a plain decimal integer (ASCII digits,
+    an optional sign) in -1..label_high (when None, the largest int64 :data:`LABEL_MAX`, the labels'
+    dtype).  Paths must be relative, without ``..``, and listed once.
     """
     entries = []
     seen: dict[str, int] = {}
@@ -214,12 +219,11 @@ def _parse_list(path: Path, label_high: int | None, require_label: bool) -> list
         parts = PurePosixPath(relative).parts
         if relative.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", relative):
             raise ReaderError(path, f"line {number}: the image path must be relative, without '..', got {relative!r}")
-        try:
-            label = int(tokens[1]) if len(tokens) == 2 else -1
-        except ValueError:
-            raise ReaderError(path, f"line {number}: label {tokens[1]!r} is not an integer") from None
-        high = "" if label_high is None else str(label_high)
-        if label < -1 or (label_high is not None and label > label_high):
+        if len(tokens) == 2 and not LABEL.fullmatch(tokens[1]):
+            raise ReaderError(path, f"line {number}: label {tokens[1]!r} is not an integer")
+        label = int(tokens[1]) if len(tokens) == 2 else -1
+        high = LABEL_MAX if label_high is None else label_high
+        if not -1 <= label <= high:
             raise ReaderError(path, f"line {number}: label {label} out of range -1..{high}")
         if relative in seen:
             raise ReaderError(path, f"line {number}: '{relative}' already listed on line {seen[relative]}")
@@ -246,7 +250,8 @@ def read_imglist(root: Path, split: str, name: str, *, imglist: object, images: 
     """An OpenOOD image list: lines ``relative/path label`` over the images root.
 
     ``imglist`` and ``images`` (default: the dataset root) are paths absolute or relative to the
-    dataset root.  The label is an integer >= -1; ``-1`` (OpenOOD's OOD lists) and a missing label
+    dataset root.  The label is a decimal integer in -1..2**63 - 1 (labels are int64; any other label
+    is an error naming the list and line); ``-1`` (OpenOOD's OOD lists) and a missing label
     (ImageNet-OOD's ``imagenetood.txt``) both mean no label.  ``expect`` checks ``n_images``,
     ``n_classes`` (distinct folders holding the images) and the list's ``sha256``.  With one list
     ``split`` is ignored (one split); ``imglist`` may also map splits to lists (``{train: ..., test:
