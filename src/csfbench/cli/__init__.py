@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from importlib.metadata import metadata
 from pathlib import Path
 
 from csfbench.errors import CsfbenchError
@@ -118,48 +120,81 @@ def _manifest(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="csfbench", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("init", help="scan a data folder and write a starter config for it (docs/own-data.md)")
+# The exit status when stdout's reader has gone (`csfbench inspect FILE | head -1`): 128 + SIGPIPE (13), the
+# status a shell shows for a program a closed pipe ends.  Not the 1 of the recipe in the Python docs ("Note on
+# SIGPIPE", signal module): here 1 means unreadable files (summary) or a changed result (manifest verify).
+EXIT_BROKEN_PIPE = 141
+
+
+def _command(sub, name: str, func, summary: str) -> argparse.ArgumentParser:
+    """A subcommand that ``csfbench --help`` lists with ``summary`` and whose own ``--help`` starts with it."""
+    parser = sub.add_parser(name, help=summary, description=summary)
+    parser.set_defaults(func=func)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    package = metadata("csfbench")  # the installed distribution's summary and version, as pyproject.toml sets them
+    parser = argparse.ArgumentParser(prog="csfbench", description=package["Summary"])
+    parser.add_argument("--version", action="version", version=f"csfbench {package['Version']}",
+                        help="print the installed csfbench version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="run 'csfbench COMMAND --help' for its options")
+    p = _command(sub, "init", _init, "scan a data folder and write a starter config for it (docs/own-data.md)")
     p.add_argument("data_root", help="the folder holding the datasets (scanned one or two levels deep)")
-    p.add_argument("--output", "-o", default="my.yaml", help="the config file to write (default: my.yaml)")
+    p.add_argument("--output", "-o", default="my.yaml", help="the config file to write (default: %(default)s)")
     p.add_argument("--results", metavar="DIR",
                    help="the run's own folder (snakemake --directory DIR; results land in DIR/results) named in "
                         "the printed commands and the config's header (default: runs/<output's stem>)")
     p.add_argument("--force", action="store_true", help="replace an existing --output file")
-    p.set_defaults(func=_init)
-    p = sub.add_parser("formats", help="the on-disk dataset formats csfbench reads, with their expected layouts")
+    p = _command(sub, "formats", _formats, "the on-disk dataset formats csfbench reads, with their expected layouts")
     p.add_argument("format", nargs="*", help="formats to describe (default: all)")
-    p.set_defaults(func=_formats)
-    p = sub.add_parser("validate", help="validate a config file against config/schema.yaml")
-    p.add_argument("config")
-    p.set_defaults(func=_validate)
-    p = sub.add_parser("inspect", help="check a feature file against the HDF5 contract and describe it")
-    p.add_argument("file")
-    p.set_defaults(func=_inspect)
-    p = sub.add_parser("summary", help="list what a workflow run produced (models, accuracies, feature files)")
-    p.add_argument("--results", default="results")
-    p.set_defaults(func=_summary)
-    p = sub.add_parser("rank", help="Friedman -> Conover -> cliques -> layers on a long-format table (lower = better)")
+    p = _command(sub, "validate", _validate, "validate a config file against config/schema.yaml")
+    p.add_argument("config", help="the config file (YAML) to check; prints its sources and model count if valid")
+    p = _command(sub, "inspect", _inspect, "check a feature file against the HDF5 contract and describe it")
+    p.add_argument("file", help="a feature file (.h5) the workflow wrote, e.g. results/features/SOURCE/MODEL/test.h5")
+    p = _command(sub, "summary", _summary, "list what a workflow run produced (models, accuracies, feature files)")
+    p.add_argument("--results", default="results", help="the results folder the workflow wrote (default: %(default)s)")
+    p = _command(sub, "rank", _rank, "Friedman -> Conover -> cliques -> layers on a long-format table "
+                                     "(lower = better)")
     p.add_argument("--input", required=True, help="long-format table (.csv or .parquet), one row per value")
     p.add_argument("--blocks", required=True, action="append",
                    help="columns that identify a block (comma-separated or repeated)")
     p.add_argument("--entity", required=True, help="column naming what is ranked (e.g. csf)")
     p.add_argument("--value", required=True, help="column of metric values")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the indifference graph")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level of the indifference graph (default: %(default)s)")
     p.add_argument("--p-adjust", choices=["none", "holm"], default="none",
-                   help="post-hoc multiplicity correction (default none: reproduces the paper's cliques)")
+                   help="post-hoc multiplicity correction (default: %(default)s, which reproduces the paper's "
+                        "cliques)")
     p.add_argument("--higher-is-better", action="store_true", help="rank the highest value first")
     p.add_argument("--output", required=True, help="JSON file to write")
-    p.set_defaults(func=_rank)
-    p = sub.add_parser("manifest", help="write or verify sha256 content hashes of a run's results with provenance")
-    p.add_argument("action", choices=["write", "verify"])
-    p.add_argument("--results", default="results", help="the results folder (default: results)")
+    p = _command(sub, "manifest", _manifest,
+                 "write or verify sha256 content hashes of a run's results with provenance")
+    p.add_argument("action", choices=["write", "verify"],
+                   help="write: hash every result file into a manifest; verify: re-hash them and list every file "
+                        "that was modified, is missing, is not in the manifest or cannot be read (exit status 1 "
+                        "if any)")
+    p.add_argument("--results", default="results", help="the results folder (default: %(default)s)")
     p.add_argument("--config", help="the run's config file (required by write; verify reports provenance changes)")
     p.add_argument("--output", help="manifest to write (default: RESULTS/manifest.json)")
     p.add_argument("--manifest", help="manifest to verify against (default: RESULTS/manifest.json)")
-    p.set_defaults(func=_manifest)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _dispatch(build_parser(), argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe raises here, inside the try, not at interpreter exit
+    except BrokenPipeError:
+        # the reader has gone: point stdout at /dev/null so the flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.command == "manifest" and args.action == "write" and not args.config:
         parser.error("manifest write: --config is required (its hash is part of the provenance)")
