@@ -41,6 +41,7 @@ endif
 RUN_SNAKEMAKE = $(BIN)/snakemake -s $(CURDIR)/Snakefile --directory $(RESULTS) --configfile $(abspath $(CONFIG))
 
 run: setup
+	$(BIN)/csfbench validate $(abspath $(CONFIG))
 	$(RUN_SNAKEMAKE) --cores $(CORES)
 	$(BIN)/csfbench summary --results $(RESULTS)/results
 	$(RUN_SNAKEMAKE) --report results/report.html

@@ -41,7 +41,7 @@ def _validate(args: argparse.Namespace) -> int:
     from csfbench.workflow.grid import Grid
     from csfbench.workflow.settings import load_config
 
-    config = load_config(args.config)
+    config = load_config(args.config, build_models=True)
     n_models = len(list(Grid(config).iter_models()))
     print(f"{args.config}: valid ({len(config['sources'])} sources, {n_models} models)")
     return 0

@@ -3,14 +3,17 @@
 The schema is the one place that holds a setting's default: every optional key that has one carries a
 ``default:``, and :func:`validate_config` writes it into the config, so the rest of the code reads
 ``config[section][key]`` and never supplies a fallback of its own.  Cross-references the schema cannot
-express (a source's dataset must be in the catalogue, a CSF name must exist, a resource key must be a
-rule) are checked here too, with errors that name the key path, what was expected and what was found.
+express (a source's dataset must be in the catalogue, a CSF name must exist, a drawn CSF must be scored, a
+ViT's timm architecture must build, a calibration set must fit its split, a resource key must be a rule) are
+checked here too, with errors that name the key path, what was expected and what was found.
 """
 from __future__ import annotations
 
 import difflib
 import functools
+import inspect
 import json
+import math
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -21,8 +24,10 @@ from csfbench.aggregate.cells import REGIMES, SHIFT_TYPE, is_conformal
 from csfbench.metrics import higher_is_better
 from csfbench.errors import ConfigError, ConfigFileError
 from csfbench.evaluation import FPR_METRIC, conformal_metric
-from csfbench.csf.projection import group_of, parse_variant
-from csfbench.csf.registry import BY_NAME, SPACES
+from csfbench.csf.engine import flavours
+from csfbench.csf.fit_settings import TuningSettings
+from csfbench.csf.projection import GROUP_VARIANTS, group_of, parse_variant
+from csfbench.csf.registry import BY_NAME, SPACES, base_name, variants_for
 from csfbench.metrics import UnknownMetricError, metric_names
 from csfbench.specs import SPLITS
 from csfbench.workflow.grid import stage_enabled
@@ -52,9 +57,19 @@ def load_yaml(path: str | Path) -> Any:
         raise ConfigFileError(str(path), where, problem) from err
 
 
+_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER
+
+
+def _finite_number(checker, instance) -> bool:
+    """The schema's ``number``: a JSON number, so a finite one (YAML's ``.nan`` and ``.inf`` load as floats
+    that no setting can take: a NaN learning rate trains a model to NaN logits)."""
+    return _TYPES.is_type(instance, "number") and (not isinstance(instance, float) or math.isfinite(instance))
+
+
 def _fill_defaults(validator_class):
     """``validator_class`` whose ``properties`` keyword first writes missing keys' ``default`` values
-    into the instance (the jsonschema documentation's recipe), so nested defaults are filled too."""
+    into the instance (the jsonschema documentation's recipe), so nested defaults are filled too, and
+    whose numbers are finite (:func:`_finite_number`)."""
     validate_properties = validator_class.VALIDATORS["properties"]
 
     def properties(validator, properties, instance, schema):
@@ -64,7 +79,8 @@ def _fill_defaults(validator_class):
                     instance[name] = json.loads(json.dumps(subschema["default"]))  # a fresh copy
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": properties})
+    return jsonschema.validators.extend(validator_class, {"properties": properties},
+                                        type_checker=_TYPES.redefine("number", _finite_number))
 
 
 _Validator = _fill_defaults(jsonschema.Draft202012Validator)
@@ -103,8 +119,14 @@ def _key_path(error: jsonschema.ValidationError) -> str:
     return "/".join(path) or "<top level>"
 
 
+def _non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _describe_expected(error: jsonschema.ValidationError) -> str:
     validator, value = error.validator, error.validator_value
+    if _non_finite(error.instance):
+        return "a finite number"
     if validator == "required":
         return f"the required key(s) {_missing(error)}"
     if validator == "additionalProperties":
@@ -116,6 +138,9 @@ def _describe_expected(error: jsonschema.ValidationError) -> str:
         return f"a number with {validator} {value}"
     if validator == "type":
         return f"a value of type {value}"
+    if validator == "maxLength":
+        noun = "a name" if "propertyNames" in error.absolute_schema_path else "a string"
+        return f"{noun} of at most {value} characters"
     if validator == "oneOf":
         return "a value matching one of: " + "; ".join(s.get("description", json.dumps(s)) for s in value)
     return f"{validator} {value!r}"
@@ -127,15 +152,21 @@ def _found(error: jsonschema.ValidationError) -> Any:
         return f"unexpected key(s) {extra}"
     if error.validator == "required":
         return f"no such key (present: {', '.join(sorted(error.instance))})"
+    if error.validator == "maxLength":
+        return f"{error.instance[:24]}... ({len(error.instance)} characters)"
     return error.instance
 
 
-def validate_config(config: dict, origin: str = "config", rules: Iterable[str] | None = None) -> dict:
+def validate_config(config: dict, origin: str = "config", rules: Iterable[str] | None = None,
+                    build_models: bool = False) -> dict:
     """Validate ``config`` in place against the schema, fill in the schema's defaults and check
     cross-references; return it.
 
     ``origin`` names where the config came from (a file, "snakemake config") in error messages.
     ``rules``: the workflow's rule names; a ``resources`` key that is not one of them is an error.
+    ``build_models``: also check that timm builds every ViT of the config (:func:`_check_timm_vits`).  That
+    imports torch and timm (about 6 s on 2 cores), so Snakemake's own validation, which every job repeats,
+    leaves it out; ``csfbench validate`` and ``make run`` do it before the DAG.
     Raises :class:`ConfigError` naming the key path, what was expected and what was found.
     """
     if not isinstance(config, dict):
@@ -149,9 +180,13 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     _check_augment(config["training"], "training", origin)
     _check_references(config, origin)
     _check_conformal(config, origin)
+    _check_split_sizes(config, origin)
     _check_analyses(config, origin)
+    grid = Jobs(config)
+    _check_selections(grid, origin)  # first: the names of the ranking's metrics, which _check_ranking reads
     _check_ranking(config["ranking"], origin)
-    _check_selections(Jobs(config), origin)
+    if build_models:
+        _check_timm_vits(config, origin)
     if rules is not None:
         _check_resource_rules(config["resources"], sorted(rules), origin)
     return config
@@ -222,13 +257,12 @@ def _check_references(config: dict, origin: str) -> None:
             if entry["logit_mask"] == "restrict" and "label_space" not in entry:
                 raise ConfigError(f"sources/{name}/ood/{ood}/label_space", "the classes the prediction is "
                                   "restricted to (logit_mask: restrict)", None, origin)
-        for backbone, bcfg in config["backbones"].items():
-            serves = bcfg.get("sources") is None or name in bcfg["sources"]
-            if serves and backbone not in src["image_size"]:
+        for backbone in _serving(config, name):
+            if backbone not in src["image_size"]:
                 raise ConfigError(f"sources/{name}/image_size", f"an entry for backbone '{backbone}'",
                                   src["image_size"], origin)
         vgg13 = config["backbones"].get("vgg13", {})
-        dg_here = "dg" in vgg13.get("paradigms", []) and (vgg13.get("sources") is None or name in vgg13["sources"])
+        dg_here = "dg" in vgg13.get("paradigms", []) and "vgg13" in _serving(config, name)
         if dg_here and not src.get("dg_rewards"):
             raise ConfigError(f"sources/{name}/dg_rewards", "a list of rewards (the dg paradigm is enabled)",
                               None, origin)
@@ -248,11 +282,21 @@ def _check_references(config: dict, origin: str) -> None:
         for paradigm in bcfg["paradigms"]:
             if paradigm not in training:
                 raise ConfigError(f"training/{backbone}/{paradigm}", "settings for an enabled paradigm", None, origin)
+    for name in config["sources"]:
+        if not _serving(config, name):
+            raise ConfigError(f"sources/{name}", "a source that a backbone serves (every backbones/<name>/sources "
+                              "leaves it out)", name, origin)
     if stage_enabled(config, "pretrain") and config["pretrain"]["dataset"] not in datasets:
         raise ConfigError("pretrain/dataset", f"a dataset of {sorted(datasets)}", config["pretrain"]["dataset"], origin)
     _check_written_paths(config, origin)
     _check_csf_names(config["csf"], origin)
     _check_ood_validation(config, origin)
+
+
+def _serving(config: dict, source: str) -> list[str]:
+    """The backbones that serve ``source`` (whose ``sources`` is null or names it)."""
+    return [backbone for backbone, bcfg in config["backbones"].items()
+            if bcfg.get("sources") is None or source in bcfg["sources"]]
 
 
 def _under_results(path: str) -> bool:
@@ -360,6 +404,34 @@ def _check_conformal(config: dict, origin: str) -> None:
                           "(their c_n needs log log log n >= 0)", calibration["n_cal"], origin)
 
 
+def _generated_test_size(config: dict, dataset: str) -> int | None:
+    """The size of the official test split of a catalogue dataset that the demo generator writes (its
+    ``demo.spec`` entry); None for data on disk, whose size is known only when it is read."""
+    entry = config["datasets"][dataset]
+    if not stage_enabled(config, "demo") or entry["format"] != "npy":
+        return None
+    spec = config["demo"]["spec"].get(entry["path"])
+    return spec.get("n_test") if isinstance(spec, dict) else None
+
+
+def _check_split_sizes(config: dict, origin: str) -> None:
+    """Where the config sets the size of a source's official test split (:func:`_generated_test_size`), its first
+    ``val_size`` images must leave an ID test split, and the ``n_cal`` conformal calibration samples drawn from
+    that split must leave some to evaluate (:func:`csfbench.stages.conformal.calibration_indices`)."""
+    n_cal = config["conformal"]["calibration"]["n_cal"] if config["conformal"]["enabled"] else 0
+    for source, src in config["sources"].items():
+        n_official = _generated_test_size(config, src["dataset"])
+        if n_official is None:
+            continue
+        if src["val_size"] >= n_official:
+            raise ConfigError(f"sources/{source}/val_size", f"fewer than the {n_official} images of the test split "
+                              f"of dataset {src['dataset']!r} (the rest is the ID test split)", src["val_size"], origin)
+        if n_cal >= n_official - src["val_size"]:
+            raise ConfigError("conformal/calibration/n_cal", f"fewer than the {n_official - src['val_size']} samples "
+                              f"of the ID test split of source {source!r} ({n_official} test images less val_size "
+                              f"{src['val_size']}), from which the calibration set is drawn", n_cal, origin)
+
+
 def _check_analyses(config: dict, origin: str) -> None:
     """The pair analyses name CSFs of the registry (a flavour such as ``MLS@T1`` by its base name) and pairs of
     catalogue datasets (the ID role may also be the ID test split)."""
@@ -398,8 +470,8 @@ def _check_selections(grid: Jobs, origin: str) -> None:
     ``shifts.sources``/``shifts.models``, ``figures.rc_curves.models``, the metrics of
     ``ranking.metric_groups`` (a conformal metric of a configured band and δ included) and
     ``figures.table_metric``; the figures must draw what the grid computes (the clique map's metric group,
-    the fit groups of the drawn CSFs, the heatmap's ranking cell).  Raises ConfigError naming the key, the
-    valid names and, where there is one, the closest match."""
+    CSF variants that each drawn model is scored with, the heatmap's ranking cell).  Raises ConfigError naming
+    the key, the valid names and, where there is one, the closest match."""
     config = grid.config
     sources = grid.sources
     models = {str(m) for _, m in grid.iter_models()}
@@ -422,16 +494,12 @@ def _check_selections(grid: Jobs, origin: str) -> None:
     _require(figures["table_metric"], computed, "figures/table_metric", origin)
     _require(figures["clique_map_group"], list(config["ranking"]["metric_groups"]), "figures/clique_map_group",
              origin)
-    drawn = [("figures/rc_curves/csfs", name) for name in figures["rc_curves"]["csfs"]]
-    if conformal["enabled"]:
-        drawn.append(("conformal/figure/csf", conformal["figure"]["csf"]))
-    for key, name in drawn:
-        if name in config["network_csf"]["methods"]:
-            continue
-        group = group_of(parse_variant(name)[1])
-        if group not in config["csf"]["groups"]:
-            raise ConfigError(key, f"a CSF variant of a fit group in csf/groups {config['csf']['groups']} (or of "
-                              f"network_csf/methods): {name!r} needs fit group {group!r}", name, origin)
+    for source in sources:
+        for name in figures["rc_curves"]["csfs"]:
+            _check_drawn_csf(grid, "figures/rc_curves/csfs", name, source, grid.rc_model(source), origin)
+        if conformal["enabled"]:
+            _check_drawn_csf(grid, "conformal/figure/csf", conformal["figure"]["csf"], source,
+                             grid.models(source)[0], origin)
     cell = grid.heatmap_analysis()
     if cell not in grid.analyses():
         raise ConfigError("figures/heatmap", f"a ranking cell the config ranks (metric groups "
@@ -440,14 +508,123 @@ def _check_selections(grid: Jobs, origin: str) -> None:
                           "mcd_samples > 0)", cell.name, origin)
 
 
-def _require(name: str, valid, key: str, origin: str) -> None:
+def _check_drawn_csf(grid: Jobs, key: str, name: str, source: str, model: str, origin: str) -> None:
+    """A CSF variant a figure draws from ``model``'s scores must be one the model is scored with: a network-pass
+    CSF of ``network_csf/methods``, or a (CSF, variant) flavour of the CSF stage (:func:`_scored_variants`)."""
+    config = grid.config
+    network = config["network_csf"]["methods"]
+    if name in network:
+        return
+    head, variant = parse_variant(name)
+    if group_of(variant) not in config["csf"]["groups"]:
+        raise ConfigError(key, f"a CSF variant of a fit group in csf/groups {config['csf']['groups']} (or of "
+                          f"network_csf/methods): {name!r} needs fit group {group_of(variant)!r}", name, origin)
+    scored = _scored_variants(config["csf"], grid.model_spec(source, model).csf_backbone)
+    csf = base_name(head)
+    if name in scored.get(csf, ()):
+        return
+    if csf in scored:
+        raise ConfigError(key, f"a variant of {csf} that model {model} is scored with: {list(scored[csf])}"
+                          f"{_closest(name, scored[csf])}", name, origin)
+    # a registry CSF that csf/methods, its variants or the model (no confidence head) leave out: no guess
+    hint = f" ({csf}'s variants: {list(BY_NAME[csf].variants)})" if csf in BY_NAME else \
+        _closest(name, [*network, *(n for names in scored.values() for n in names)])
+    raise ConfigError(key, f"a CSF that model {model} is scored with: {[*sorted(scored), *network]}{hint}", name,
+                      origin)
+
+
+def _scored_variants(csf: dict, backbone: str) -> dict[str, list[str]]:
+    """{registry CSF: the names of its variants in a scores file}, for a model the CSF registry sees as
+    ``backbone`` (:attr:`csfbench.specs.ModelSpec.csf_backbone`): the loop of :func:`csfbench.csf.engine.fit_mode`
+    over the ``csf`` section's methods, fit groups and flavours (``MSR``, ``MSR global``, ``MSR@T1``)."""
+    variants = tuple(v for group in csf["groups"] for v in GROUP_VARIANTS[group])
+    methods = None if csf["methods"] is None else frozenset(csf["methods"])
+    tuning = TuningSettings.from_config(csf)
+    scored: dict[str, list[str]] = {}
+    for entry, variant in variants_for(backbone, variants, methods):
+        for flavour in flavours(entry, tuning):
+            name = flavour.name(entry.name)
+            scored.setdefault(entry.name, []).append(name if variant == "none" else f"{name} {variant}")
+    return scored
+
+
+def _closest(name: str, valid) -> str:
+    """`` (did you mean 'x'?)`` naming the valid name closest to ``name`` (case-insensitive), or ""."""
+    lower = {str(v).lower(): v for v in valid}
+    close = difflib.get_close_matches(str(name).lower(), list(lower), n=1)
+    return f" (did you mean {lower[close[0]]!r}?)" if close else ""
+
+
+def _require(name: str, valid, key: str, origin: str, what: str = "one of") -> None:
     if name not in valid:
-        lower = {str(v).lower(): v for v in valid}
-        close = difflib.get_close_matches(str(name).lower(), list(lower), n=1)
-        hint = f" (did you mean {lower[close[0]]!r}?)" if close else ""
-        raise ConfigError(key, f"one of {sorted(valid)}{hint}", name, origin)
+        raise ConfigError(key, f"{what} {sorted(valid)}{_closest(name, valid)}", name, origin)
 
 
+def _check_timm_vits(config: dict, origin: str) -> None:
+    """The ViTs of ``backbones/vit`` and of a ``proximity/encoder`` of kind timm must be timm architectures that
+    timm builds with their ``arch`` keywords (:func:`_timm_vit_problem`), as
+    :func:`csfbench.models.vit.create_timm_vit` builds them (at the first served source's image size and classes,
+    with dropout where a model has it: the keywords, not the sizes, are what a config gets wrong)."""
+    builds = []
+    vit = config["backbones"].get("vit")
+    source = next((s for s in config["sources"] if vit and "vit" in _serving(config, s)), None)
+    if source is not None:
+        src = config["sources"][source]
+        builds.append(("backbones/vit/arch", vit["arch"], src["n_classes"], src["image_size"]["vit"],
+                       max(vit["dropout"])))
+    encoder = config.get("proximity", {}).get("encoder", {})
+    if encoder.get("kind") == "timm":
+        builds.append(("proximity/encoder/arch", encoder["arch"], encoder["num_classes"], encoder["image_size"], 0))
+    for key, arch, *shape in builds:
+        problem = _timm_vit_problem(_canonical(arch), *shape)
+        if problem:
+            subkey, expected, found = problem
+            raise ConfigError(f"{key}/{subkey}".rstrip("/"), expected, found, origin)
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+@functools.cache
+def _timm_vit_problem(arch_json: str, n_classes: int, image_size: int, dropout: int) -> tuple | None:
+    """(key under ``arch``, expected, found) of what keeps timm from building the ViT of ``arch`` (``dropout``
+    1: with its ``drop_rate``), None when it builds.  Built on torch's meta device (no weights allocated, ~0.2 s for a
+    ViT-B); torch and timm are imported here, so a config without a ViT is validated without them."""
+    import torch
+
+    from csfbench.models.vit import create_timm_vit, timm
+
+    arch = json.loads(arch_json)
+    name = arch["timm_name"]
+    if not timm.is_model(name):
+        return "timm_name", f"a timm architecture (timm.list_models()){_closest(name, timm.list_models())}", name
+    with torch.device("meta"):
+        try:
+            create_timm_vit(arch, n_classes, image_size, dropout, None)
+        except Exception as err:  # noqa: BLE001 -- whatever timm raises is the config's problem
+            unknown = _unknown_keyword(arch, type(timm.create_model(name))) if isinstance(err, TypeError) else None
+            return unknown or ("", f"keywords timm builds {name} with ({type(err).__name__}: {err})", arch)
+    return None
+
+
+#: the keywords of a timm ViT that csfbench.models.vit.create_timm_vit sets from the source
+_SET_BY_SOURCE = ("img_size", "num_classes")
+
+
+def _unknown_keyword(arch: dict, model_class: type) -> tuple | None:
+    """(key, expected, found) of the first key of ``arch`` that is no keyword of ``model_class`` (nor
+    ``timm_name``/``drop_rate``); None when the class takes any keyword or every key is one."""
+    params = inspect.signature(model_class).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    valid = sorted({"timm_name", "drop_rate", *params} - {"device", "dtype", *_SET_BY_SOURCE})
+    key = next((key for key in arch if key not in valid), None)
+    if key is None:
+        return None
+    hint = " (the source's image_size and n_classes set img_size and num_classes)" if key in _SET_BY_SOURCE \
+        else _closest(key, valid)
+    return key, f"a keyword of timm's {model_class.__name__}: {valid}{hint}", key
 
 
 def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:
@@ -456,9 +633,9 @@ def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> Non
             raise ConfigError(f"resources/{name}", f"a rule name of {rules}", name, origin)
 
 
-def load_config(path: str | Path, rules: Iterable[str] | None = None) -> dict:
+def load_config(path: str | Path, rules: Iterable[str] | None = None, build_models: bool = False) -> dict:
     """Read, validate and complete a YAML config file (see :func:`validate_config`)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError("<file>", "an existing YAML file", str(path), str(path))
-    return validate_config(load_yaml(path), str(path), rules)
+    return validate_config(load_yaml(path), str(path), rules, build_models)

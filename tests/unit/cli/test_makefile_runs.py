@@ -41,7 +41,8 @@ def _commands(target: str, *variables: str) -> list[str]:
 def test_an_own_config_runs_in_runs_slash_its_stem():
     run = _commands("run", "CONFIG=x.yaml")
     config = f"--configfile {REPO / 'x.yaml'}"
-    assert run == [f".venv/bin/snakemake -s {REPO / 'Snakefile'} --directory runs/x {config} --cores 2",
+    assert run == [f".venv/bin/csfbench validate {REPO / 'x.yaml'}",  # the whole validation, ViTs built, first
+                   f".venv/bin/snakemake -s {REPO / 'Snakefile'} --directory runs/x {config} --cores 2",
                    ".venv/bin/csfbench summary --results runs/x/results",
                    f".venv/bin/snakemake -s {REPO / 'Snakefile'} --directory runs/x {config} "
                    "--report results/report.html",
@@ -62,8 +63,8 @@ def test_report_manifest_and_verify_follow_the_same_default():
 
 def test_results_overrides_the_folder():
     run = _commands("run", "CONFIG=x.yaml", "RESULTS=/tmp/elsewhere")
-    assert "--directory /tmp/elsewhere --configfile" in run[0]
-    assert run[1] == ".venv/bin/csfbench summary --results /tmp/elsewhere/results"
+    assert "--directory /tmp/elsewhere --configfile" in run[1]
+    assert run[2] == ".venv/bin/csfbench summary --results /tmp/elsewhere/results"
     assert run[-1] == 'echo "/tmp/elsewhere/results/report.html"'
     (write,) = _commands("manifest", "CONFIG=x.yaml", "RESULTS=r")
     assert "--results r/results --config x.yaml --output r/results/manifest.json" in write
@@ -73,8 +74,8 @@ def test_results_overrides_the_folder():
                                        (f"CONFIG={REPO / 'config/config.yaml'}",)])
 def test_the_demo_config_keeps_the_checkouts_results(variables):
     run = _commands("run", *variables)
-    assert f"--directory . --configfile {REPO / 'config/config.yaml'} --cores 2" in run[0]
-    assert run[1] == ".venv/bin/csfbench summary --results ./results"
+    assert f"--directory . --configfile {REPO / 'config/config.yaml'} --cores 2" in run[1]
+    assert run[2] == ".venv/bin/csfbench summary --results ./results"
     assert run[-1] == f'echo "{REPO / "results/report.html"}"'
 
 

@@ -138,6 +138,7 @@ def test_csf_methods_select_what_a_fit_computes_and_a_fit_reruns_only_for_its_ow
     assert demo["csf"]["methods"] is None and Grid(demo).csf_fit_config("none")["methods"] is None
     config = copy.deepcopy(demo)
     config["csf"]["methods"] = ["MSR", "ViM"]
+    config["figures"]["rc_curves"]["csfs"] = ["MSR"]  # a drawn CSF must be one the fit computes
     validate_config(config)
     assert Grid(config).csf_fit_config("none")["methods"] == ["MSR", "ViM"]
     assert Grid(config).csf_fit_config("global")["methods"] == ["MSR"]  # ViM has only the unprojected variant

@@ -119,8 +119,8 @@ def test_proximity_and_analyses_follow_their_stages():
     assert no_proximity.proximity_sources() == [] and "embeddings" not in no_proximity.analysis_inputs("demo10")
     without_none = copy.deepcopy(DEMO)
     without_none["csf"]["groups"] = ["global", "class"]
-    without_none["figures"]["rc_curves"]["csfs"] = ["KNN global"]  # the demo draws fit group none's CSFs
-    without_none["conformal"]["figure"] = {"csf": "KNN global"}
+    without_none["figures"]["rc_curves"]["csfs"] = ["Maha global"]  # the demo draws fit group none's CSFs
+    without_none["conformal"]["figure"] = {"csf": "Maha global"}
     assert Jobs(validate_config(without_none)).analysis_sources() == []  # the analyses read fit group none
 
 
