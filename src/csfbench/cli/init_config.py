@@ -12,9 +12,12 @@ What was found becomes a proposal:
 * **covariate** evaluation sets of a source: corruptions of its images (CIFAR-10-C/100-C of a CIFAR
   source, ImageNet-C and ImageNet-R-style wnid folders of an ImageNet source).
 
-:func:`~csfbench.cli.init_scan.scan` returns the findings, :func:`build_config` the config text (comments from the schema's
-descriptions; every optional key left to its schema default), :func:`run_init` does both, checks the
-text with :func:`csfbench.workflow.settings.validate_config` and writes it.
+:func:`~csfbench.cli.init_scan.scan` returns the findings, :func:`build_config` the config text (comments from the
+schema's descriptions; every optional key left to its schema default), :func:`run_init` does both, checks the
+text with :func:`csfbench.workflow.settings.validate_config` and writes it.  Paths and folder names from the
+disk or the command line are written into comments and the report through
+:func:`~csfbench.cli.init_scan.printable`, so that no line break or control character in them can end a
+comment line (and add keys to the config) or reach the terminal.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import yaml
 
 from csfbench.errors import CsfbenchError
 from csfbench.cli.init_layouts import STAT_SAMPLES, Found, dataset_name
-from csfbench.cli.init_scan import MAX_SIDE, NAME_RULE, SOURCE_FORMATS, Scan, scan
+from csfbench.cli.init_scan import MAX_SIDE, NAME_RULE, SOURCE_FORMATS, Scan, printable, scan
 from csfbench.workflow.settings import schema, validate_config
 
 __all__ = ["NAME_RULE", "build_config", "dataset_name", "default_results", "make_command", "report", "run_init",
@@ -44,8 +47,14 @@ def _flow(value) -> str:
 
 
 def _comment(text: str, indent: str = "", width: int = 110) -> list[str]:
-    text = " ".join(str(text).split())
+    """``text`` as comment lines wrapped at ``width`` (its whitespace runs one space, :func:`printable`)."""
+    text = " ".join(printable(text).split())
     return [f"{indent}# {line}" for line in textwrap.wrap(text, width - len(indent) - 2)] if text else []
+
+
+def _comment_lines(*lines: str) -> list[str]:
+    """Each of ``lines`` as one comment line as it is (not wrapped; :func:`printable`)."""
+    return [f"# {printable(line)}" for line in lines]
 
 
 def _description(*keys: str) -> str:
@@ -107,25 +116,25 @@ def build_config(scan_: Scan, results: str | None = None, config_path: str | Non
     """The starter config of ``scan_`` as YAML text with comments."""
     if not scan_.sources:
         raise CsfbenchError(
-            f"{scan_.data_root}: no source found. A source is a labelled dataset with official train and test "
-            f"splits in one of the formats {', '.join(SOURCE_FORMATS)} (docs/own-data.md); "
+            f"{printable(scan_.data_root)}: no source found. A source is a labelled dataset with official train and "
+            f"test splits in one of the formats {', '.join(SOURCE_FORMATS)} (docs/own-data.md); "
             "image folders and single image lists are evaluation sets only")
     root = schema()
     required = list(root.get("required", []))
     config_path = str(Path(config_path or "my.yaml").resolve())
     results = results or default_results(config_path)
-    lines = [
-        f"# Starter config written by `csfbench init {scan_.data_root}` (docs/own-data.md).",
-        "# Check the proposal below (sources, their evaluation sets and shift types), then run it in its own folder,",
-        "# apart from the demo's results/ (from the csfbench checkout; --directory is relative to it):",
-        f"#   csfbench validate {config_path}",
-        f"#   snakemake --cores 2 --directory {results} --configfile {config_path}",
-        f"#   snakemake --directory {results} --configfile {config_path} --report results/report.html",
-        f"# (the report's path is relative to --directory: it lands in {results}/results/report.html)",
-        f"# or, the run, its summary and its report in one command: {make_command(config_path, results)}",
-        "# Small CPU-friendly settings: a VGG-13 at width 0.25, one paradigm, one run, a few epochs; scale up in",
-        "# `backbones` and `training` (config/paper.yaml: the paper's grid and its 250-300 epochs, on a GPU).",
-    ]
+    lines = _comment_lines(
+        f"Starter config written by `csfbench init {scan_.data_root}` (docs/own-data.md).",
+        "Check the proposal below (sources, their evaluation sets and shift types), then run it in its own folder,",
+        "apart from the demo's results/ (from the csfbench checkout; --directory is relative to it):",
+        f"  csfbench validate {config_path}",
+        f"  snakemake --cores 2 --directory {results} --configfile {config_path}",
+        f"  snakemake --directory {results} --configfile {config_path} --report results/report.html",
+        f"(the report's path is relative to --directory: it lands in {results}/results/report.html)",
+        f"or, the run, its summary and its report in one command: {make_command(config_path, results)}",
+        "Small CPU-friendly settings: a VGG-13 at width 0.25, one paradigm, one run, a few epochs; scale up in",
+        "`backbones` and `training` (config/paper.yaml: the paper's grid and its 250-300 epochs, on a GPU).",
+    )
     lines += _comment(f"Required sections: {', '.join(required)}. Every key left out takes its default from "
                       "config/schema.yaml (config/README.md lists them); the optional sections are listed at the end.")
     lines += [""]
@@ -211,7 +220,8 @@ def build_config(scan_: Scan, results: str | None = None, config_path: str | Non
 
 
 def report(scan_: Scan) -> str:
-    """What was found, under which format, and what could not be classified, with the reason."""
+    """What was found, under which format, what could not be classified and which symbolic links were not
+    followed, with the reason (every line :func:`printable`)."""
     out = [f"scanned {scan_.data_root}"]
     used = scan_.found
     if used:
@@ -237,11 +247,12 @@ def report(scan_: Scan) -> str:
         out.append(f"found but not used ({len(scan_.unused)}):")
         for item in scan_.unused:
             out.append(f"  {item.where} [{item.format}]: {item.note}")
-    if scan_.skipped:
-        out.append(f"could not classify ({len(scan_.skipped)}):")
-        for item in scan_.skipped:
-            out.append(f"  {item.path}: {item.reason}")
-    return "\n".join(out)
+    for heading, items in (("could not classify", [s for s in scan_.skipped if not s.link]),
+                           ("symbolic links not followed", [s for s in scan_.skipped if s.link])):
+        if items:
+            out.append(f"{heading} ({len(items)}):")
+            out += [f"  {item.path}: {item.reason}" for item in items]
+    return "\n".join(map(printable, out))
 
 
 def _count(n: int, what: str) -> str:
@@ -255,21 +266,20 @@ def run_init(data_root: str | Path, output: str | Path, results: str | None = No
 
     output = Path(output)
     if output.exists() and not force:
-        raise CsfbenchError(f"{output}: exists; choose another --output or pass --force to replace it")
+        raise CsfbenchError(f"{printable(output)}: exists; choose another --output or pass --force to replace it")
     found = scan(data_root)
     text_report = report(found)
     try:
         text = build_config(found, results, str(output))
     except CsfbenchError as err:
         raise CsfbenchError(f"{text_report}\n{err}") from None
-    config = validate_config(yaml.safe_load(text), f"{output} (generated)")
+    config = validate_config(yaml.safe_load(text), f"{printable(output)} (generated)")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     n_models = len(list(Grid(config).iter_models()))
     results = results or default_results(output)
     config_path = output.resolve()
-    return "\n".join([
-        text_report,
+    return "\n".join([text_report, *map(printable, [
         f"wrote {output}: valid ({_count(len(config['sources']), 'source')}, {_count(n_models, 'model')}, "
         f"{_count(sum(len(s['ood']) for s in config['sources'].values()), 'evaluation set')} besides the ID splits)",
         "next: check the proposal in the file, then (from the csfbench checkout)",
@@ -277,7 +287,7 @@ def run_init(data_root: str | Path, output: str | Path, results: str | None = No
         f"  snakemake --directory {results} --configfile {config_path} --report results/report.html"
         f"   # writes {results}/results/report.html",
         f"or, the run, its summary and its report in one command: {make_command(config_path, results)}",
-    ])
+    ])])
 
 
 __all__ = ["Found", "Scan", "Skipped", "build_config", "dataset_name", "report", "run_init", "scan"]

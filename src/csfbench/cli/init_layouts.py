@@ -5,6 +5,8 @@ Each layout function looks for a few marker file names (``data_batch_1`` → ``c
 format's own reader (:func:`~csfbench.data.formats.open_dataset`) decides, so a folder that looks like a
 layout but breaks it is reported with the reader's problem (:class:`Skipped`), and a readable one is
 described (:class:`Found`: sizes, labels, image side, normalisation, whether it can be a source).
+The marker checks see through symbolic links and pass over broken ones (dangling, or a loop); what a
+dataset folder's own links hold is its format reader's to read.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from csfbench.data.list_readers import ICONIC_TASKS, WNID, read_wnids
 from csfbench.data.readers import IMAGE_EXTENSIONS, ReaderError
 from csfbench.errors import DatasetError
 from csfbench.specs import SPLITS
+from csfbench.workflow.settings import schema
 
 #: the validation split: the first images of the official test split (at most this many, and a fifth of it)
 MAX_VAL_SIZE = 1000
@@ -40,6 +43,8 @@ CANONICAL = {"cifar10": "cifar10", "cifar100": "cifar100", "svhn": "svhn", "tiny
              "imagenet": "imagenet"}
 OPENOOD_IMAGE_ROOTS = ("images_classic", "images_largescale", ".")
 LIST_ROLE = re.compile(r"^(train|val|test)_(.+)$")
+#: the longest dataset name (the schema's `name` maxLength)
+MAX_NAME = schema()["definitions"]["name"]["maxLength"]
 
 
 @dataclass
@@ -85,14 +90,22 @@ class Skipped:
 
     path: str
     reason: str
+    link: bool = False  # a symbolic link the scan does not follow (broken, or out of the data folder)
 
 
 def dataset_name(text: str) -> str:
     """``text`` (a folder name, a list's stem) as a valid dataset name: lower case, every run of other
-    characters than ``a-z0-9.-`` one ``-``, no leading ``.``/``-``; the ID split names get ``-set``."""
-    name = re.sub(r"[^a-z0-9.-]+", "-", text.lower())
-    name = re.sub(r"-{2,}", "-", name).lstrip(".-").rstrip("-.") or "dataset"
-    return f"{name}-set" if name in SPLITS else name
+    characters than ``a-z0-9.-`` (control characters and line breaks too) one ``-``, no leading or trailing
+    ``.``/``-``, cut to :data:`MAX_NAME` characters; the ID split names get ``-set``."""
+    name = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9.-]+", "-", text.lower()))
+    name = with_suffix(name.strip(".-")) or "dataset"
+    return with_suffix(name, "-set") if name in SPLITS else name
+
+
+def with_suffix(name: str, suffix: str = "") -> str:
+    """``name`` followed by ``suffix``, ``name`` cut (and its trailing ``.``/``-`` dropped) so that the whole
+    is at most :data:`MAX_NAME` characters."""
+    return name[:MAX_NAME - len(suffix)].rstrip(".-") + suffix
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,12 +193,21 @@ def _source(item: Found, train: ImageSet, test: ImageSet, n_classes: int | None 
 # layouts: each returns None when its marker files are absent, else what it found and refused
 
 
+def entry_kind(entry: os.DirEntry) -> str | None:
+    """``"dir"`` or ``"file"`` (a link: what it points to); None for anything else, a broken link (dangling, or
+    a loop) included."""
+    try:
+        return "dir" if entry.is_dir() else "file" if entry.is_file() else None
+    except OSError:  # ELOOP: a link loop
+        return None
+
+
 def _files(folder: Path) -> set[str]:
-    return {e.name for e in os.scandir(folder) if e.is_file()}
+    return {e.name for e in os.scandir(folder) if entry_kind(e) == "file"}
 
 
 def subfolder_names(folder: Path) -> list[str]:
-    return sorted(e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith("."))
+    return sorted(e.name for e in os.scandir(folder) if not e.name.startswith(".") and entry_kind(e) == "dir")
 
 
 Result = list  # of Found and Skipped

@@ -5,9 +5,16 @@ own (a folder grouping several datasets, e.g. ``ood/isun``, ``ood/lsun``).  Each
 against the on-disk layouts of :mod:`csfbench.cli.init_layouts`, whose format readers decide.  :func:`scan`
 returns the findings (:class:`Scan`), names them and proposes their roles (source, semantic or covariate
 shift, OOD validation); :mod:`csfbench.cli.init_config` turns them into a config.
+
+Symbolic links among the folders and files scanned (the first level, and the second where a folder groups
+datasets): a link to a place inside the data folder is followed; a link out of it is not followed (init
+proposes only data under DATA_ROOT; such a dataset can be added to the config by hand), and a broken link
+(dangling, or a loop) is skipped.  Each one is reported by name (:attr:`Skipped.link`).  Datasets whose path
+is not UTF-8 text (a file name of other bytes), which a config file cannot hold, are skipped with the reason.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -15,7 +22,8 @@ from pathlib import Path
 
 from csfbench.data.readers import IMAGE_EXTENSIONS
 from csfbench.errors import CsfbenchError
-from csfbench.cli.init_layouts import Found, Result, Skipped, dataset_name, find_layout, image_folder, subfolder_names
+from csfbench.cli.init_layouts import (Found, Result, Skipped, dataset_name, entry_kind, find_layout, image_folder,
+                                       with_suffix)
 from csfbench.workflow.settings import schema
 
 #: the dataset naming rule (the schema's `name` pattern)
@@ -43,16 +51,27 @@ class Scan:
 # names
 
 
+#: characters that YAML cannot hold in a comment or that would end it (line breaks: \n, \r, NEL, U+2028,
+#: U+2029), or that a terminal may act on: control characters, lone surrogates, U+FFFE and U+FFFF
+_UNPRINTABLE = re.compile("[^\t\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def printable(text: object) -> str:
+    """``text`` on one line, every character of :data:`_UNPRINTABLE` written as its Python escape (``\\n``,
+    ``\\x1b``, ``\\u2028``): safe in a YAML comment (it cannot end the comment line) and in a report."""
+    return _UNPRINTABLE.sub(lambda match: repr(match.group())[1:-1], str(text))
+
+
 def _assign_names(found: list[Found]) -> None:
+    """A valid, unique name per find (at most the schema's maxLength): its first free hint, else the first
+    hint with ``-2``, ``-3``, ... (cut to fit)."""
     taken: set[str] = set()
     for item in found:
         hints = [dataset_name(h) for h in item.hints] + [dataset_name(item.path.replace("/", "-"))]
         name = next((h for h in hints if h not in taken), None)
-        if name is None:
-            k = 2
-            while f"{hints[0]}-{k}" in taken:
-                k += 1
-            name = f"{hints[0]}-{k}"
+        k = 2
+        while name is None or name in taken:
+            name, k = with_suffix(hints[0], f"-{k}"), k + 1
         assert NAME_RULE.fullmatch(name), name
         item.name = name
         taken.add(name)
@@ -74,38 +93,23 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def scan(data_root: str | Path) -> Scan:
-    """The datasets under ``data_root`` (one or two levels deep) and what could not be classified."""
+    """The datasets under ``data_root`` (one or two levels deep) and what could not be classified or was not
+    followed (symbolic links: see the module's docstring)."""
     root = Path(data_root).expanduser().resolve()
     if not root.is_dir():
-        raise CsfbenchError(f"{data_root}: no such data folder")
+        raise CsfbenchError(f"{printable(data_root)}: no such data folder")
+    if not _is_utf8(str(root)):
+        raise CsfbenchError(f"{printable(root)}: the data folder's path is not UTF-8 text, which a config cannot "
+                            "hold; rename it")
     results: Result = []
     own = find_layout(root, ".")
     if own is not None:  # DATA_ROOT is itself one dataset
         results += own
     else:
-        for entry in sorted(root.iterdir()):
-            if entry.name.startswith("."):
-                continue
-            rel = _rel(entry, root)
-            if not entry.is_dir():
-                kind = "an image file" if entry.suffix.lower() in IMAGE_EXTENSIONS else "a file"
-                results.append(Skipped(rel, f"{kind} directly in the data folder: a dataset is a folder "
-                                            "(archives must be extracted first)"))
-                continue
-            found = find_layout(entry, rel)
-            if found is not None:
-                results += found
-                continue
-            inner = {sub: find_layout(entry / sub, f"{rel}/{sub}") for sub in subfolder_names(entry)}
-            if any(r is not None for r in inner.values()):  # a folder grouping datasets: each is its own
-                for sub, found in inner.items():
-                    results += found if found is not None else image_folder(entry / sub, f"{rel}/{sub}")
-                continue
-            subs = subfolder_names(entry)
-            note = (f"one evaluation set of all {len(subs)} subfolders ({', '.join(subs[:4])}"
-                    f"{' ...' if len(subs) > 4 else ''}); give each its own dataset entry to evaluate them apart"
-                    if len(subs) > 1 else "")
-            results += image_folder(entry, rel, note)
+        entries, results = _listing(root, root)
+        for entry in entries:
+            results += _scan_entry(entry, root)
+    results = [_utf8_checked(r) for r in results]
     found = [r for r in results if isinstance(r, Found)]
     _prefer_own_files(found)
     found.sort(key=lambda f: f.kind != "source")  # sources first, then scan order
@@ -114,6 +118,84 @@ def scan(data_root: str | Path) -> Scan:
     scan_ = Scan(root, [f for f in found if f.kind != "unused"], skipped, [f for f in found if f.kind == "unused"])
     propose(scan_)
     return scan_
+
+
+def _scan_entry(entry: Path, root: Path) -> Result:
+    """What one first-level entry of the data folder holds: a dataset, a group of datasets (each
+    subfolder its own), one image folder of everything below it, or a reason why not."""
+    rel = _rel(entry, root)
+    if not entry.is_dir():
+        kind = "an image file" if entry.suffix.lower() in IMAGE_EXTENSIONS else "a file"
+        return [Skipped(rel, f"{kind} directly in the data folder: a dataset is a folder "
+                             "(archives must be extracted first)")]
+    found = find_layout(entry, rel)
+    if found is not None:
+        return found
+    subs, results = _listing(entry, root, folders_only=True)
+    inner = {sub: find_layout(sub, _rel(sub, root)) for sub in subs}
+    if any(r is not None for r in inner.values()):  # a folder grouping datasets: each is its own
+        for sub, found in inner.items():
+            results += found if found is not None else image_folder(sub, _rel(sub, root))
+        return results
+    names = [sub.name for sub in subs]
+    note = (f"one evaluation set of all {len(names)} subfolders ({', '.join(names[:4])}"
+            f"{' ...' if len(names) > 4 else ''}); give each its own dataset entry to evaluate them apart"
+            if len(names) > 1 else "")
+    return results + image_folder(entry, rel, note)
+
+
+def _listing(folder: Path, root: Path, folders_only: bool = False) -> tuple[list[Path], Result]:
+    """The entries of ``folder`` to scan (sorted, hidden ones left out; with ``folders_only`` its
+    subfolders), and a :class:`Skipped` for each symbolic link among them that is not followed."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as err:
+        return [], [Skipped(_rel(folder, root), f"cannot be read ({type(err).__name__}: {err})")]
+    kept, refused = [], []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        problem = link_problem(Path(entry.path), root)
+        if problem is not None:
+            refused.append(Skipped(_rel(Path(entry.path), root), problem, link=True))
+        elif not folders_only or entry_kind(entry) == "dir":
+            kept.append(Path(entry.path))
+    return kept, refused
+
+
+def link_problem(path: Path, root: Path) -> str | None:
+    """Why the scan does not follow ``path``: a dangling link, a link loop, or a link to a place outside
+    ``root`` (the data folder); None for anything else (a link within ``root`` is followed)."""
+    if not path.is_symlink():
+        return None
+    target = os.readlink(path)
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError:
+        return f"a dangling symbolic link (to {target}): skipped"
+    except (OSError, RuntimeError):  # a loop: RuntimeError up to Python 3.12, OSError (ELOOP) from 3.13
+        return f"a symbolic link loop (to {target}): skipped"
+    if not resolved.is_relative_to(root):
+        return (f"a symbolic link to {resolved}, outside the data folder: not followed (init proposes only "
+                "data under DATA_ROOT; add it to the config's datasets by hand to use it)")
+    return None
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a file name of other bytes, decoded by Python as lone surrogates
+        return False
+    return True
+
+
+def _utf8_checked(item: Found | Skipped) -> Found | Skipped:
+    """``item``, or a :class:`Skipped` where the path or options a config would hold are not UTF-8 text."""
+    if isinstance(item, Skipped):
+        return item
+    if _is_utf8(json.dumps([item.path, item.options], ensure_ascii=False, default=str)):
+        return item
+    return Skipped(item.path, "its path is not UTF-8 text, which a config cannot hold: skipped (rename it)")
 
 
 # ---------------------------------------------------------------------------------------------

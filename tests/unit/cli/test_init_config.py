@@ -120,11 +120,13 @@ def test_the_config_is_minimal_small_and_commented(written, tmp_path):
 @pytest.mark.parametrize("folder, name", [
     ("my_photos", "my-photos"), ("LSUN_resize", "lsun-resize"), ("Places 365 (val)", "places-365-val"),
     ("__hidden", "hidden"), ("test", "test-set"), ("val", "val-set"), ("dtd.v1", "dtd.v1"), ("Ünïcode", "n-code"),
-    ("!!!", "dataset"),
+    ("!!!", "dataset"), ("ph\x1boto", "ph-oto"), ("line\nbreak", "line-break"), ("\x00\x07", "dataset"),
+    ("a" * 250, "a" * 64), ("x" * 63 + "_tail", "x" * 63),  # cut to the schema's maxLength, no trailing '-'
 ])
 def test_dataset_names_follow_the_naming_rule(folder, name):
     assert dataset_name(folder) == name
     assert NAME_RULE.fullmatch(name) and re.fullmatch(schema()["definitions"]["name"]["pattern"], name)
+    assert len(name) <= schema()["definitions"]["name"]["maxLength"]
 
 
 def test_folder_names_become_valid_unique_names(tmp_path):
