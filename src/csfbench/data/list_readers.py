@@ -36,9 +36,9 @@ import numpy as np
 from csfbench.atomic import atomic_path
 from csfbench.data.base import FileImageSet, ImageSet
 from csfbench.data.readers import (
-    IMAGE_EXTENSIONS,
     N_SEVERITIES,
     ReaderError,
+    image_files,
     is_image_file,
     load_file,
     require_directory,
@@ -117,20 +117,6 @@ def _loose_image(folder: Path) -> Path | None:
     return folder / files[0] if files else None
 
 
-def _image_files(folder: Path, base: Path) -> list[str]:
-    """Every visible image file under ``folder`` (any depth, links followed), relative to ``base``.
-
-    String operations only: an ILSVRC-2012 train split has 1.28 million files.
-    """
-    found = []
-    for directory, subdirs, files in os.walk(folder, followlinks=True):
-        subdirs[:] = [d for d in subdirs if not d.startswith(".")]
-        prefix = Path(directory).relative_to(base).as_posix() + "/"
-        found += [prefix + f for f in files
-                  if not f.startswith(".") and os.path.splitext(f)[1].lower() in IMAGE_EXTENSIONS]
-    return found
-
-
 def _class_tree(base: Path, folder: Path, label_of: dict[str, int] | None, wnid_names: bool,
                 classes_from: str = "") -> list[Sample]:
     """(path relative to ``base``, label) of every image under the class folders ``folder/{class}/``.
@@ -138,7 +124,8 @@ def _class_tree(base: Path, folder: Path, label_of: dict[str, int] | None, wnid_
     ``label_of`` maps a folder name to its label (a name missing from it is an unknown wnid of
     ``classes_from``).  Without it the label is the index of the folder in the sorted folder names
     when ``wnid_names``, else -1.  With ``wnid_names`` every folder must be named by a WordNet id.
-    An image outside the class folders and a class folder without images are errors.
+    An image outside the class folders, a class folder without images and a symbolic link that loops or
+    leads to a folder already indexed (:func:`~csfbench.data.readers.image_files`) are errors.
     """
     names = _subfolders(folder)
     if not names:
@@ -155,8 +142,9 @@ def _class_tree(base: Path, folder: Path, label_of: dict[str, int] | None, wnid_
     if label_of is None and wnid_names:
         label_of = {name: index for index, name in enumerate(names)}
     samples: list[Sample] = []
+    visited: dict[tuple[int, int], str] = {}  # one tree: a folder reached from two class folders is refused
     for name in names:
-        files = _image_files(folder / name, base)
+        files = image_files(folder / name, base, visited)
         if not files:
             raise ReaderError(folder / name, f"no images in class folder '{name}'")
         label = -1 if label_of is None else label_of[name]

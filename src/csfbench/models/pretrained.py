@@ -17,8 +17,10 @@ split into encoder + linear head for :class:`~csfbench.models.network.Classifier
   pretrained config, or torchvision's weights transforms (ImageNet-OOD evaluates all thirteen torchvision
   classifiers with ``ResNet50_Weights.IMAGENET1K_V1.transforms()``: bilinear resize 256, centre crop 224).
 
-A file that is missing, not a weights-only checkpoint or not a checkpoint of the architecture raises
-:class:`~csfbench.errors.CheckpointError` naming it.
+A file that is missing, not a weights-only checkpoint, a malformed ``.safetensors`` file or not a checkpoint of the
+architecture (timm: every tensor, the classifier of the file's class count included — :func:`timm_from_file`, which
+also loads the pretrained weights of the ``vit`` backbone) raises :class:`~csfbench.errors.CheckpointError` naming
+it.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import torch
+from safetensors import SafetensorError
 from torch import nn
 
 from csfbench.data.loader import check_geometry
@@ -97,25 +100,75 @@ def _create_timm(arch, weights, num_classes, weights_num_classes, kwargs) -> nn.
     ckpt_classes = weights_num_classes if weights_num_classes is not None else kwargs.get("num_classes")
     if ckpt_classes is None:
         ckpt_classes = timm.models.get_pretrained_cfg_value(arch, "num_classes") or 1000
-    # built with the checkpoint's classifier so that timm loads strictly (it drops the classifier and loads
-    # non-strictly when the class counts differ, which would accept a file of another architecture)
-    build = {**kwargs, "num_classes": int(ckpt_classes)}
-    overlay = dict(file=str(path), num_classes=int(ckpt_classes), source="")
-    try:
-        net = timm.create_model(arch, pretrained=True, pretrained_cfg_overlay=overlay, **build)
-    except (pickle.UnpicklingError, RuntimeError) as err:
-        # timm re-raises torch's refusal of a pickle that is not weights-only as a RuntimeError
-        refusal = err if isinstance(err, pickle.UnpicklingError) else err.__cause__
-        if isinstance(refusal, pickle.UnpicklingError):
-            raise CheckpointError(path, "not a weights-only checkpoint "
-                                        f"(refused: {_refusal_reason(refusal)})") from None
-        raise CheckpointError(path, f"not a checkpoint of timm model {arch} ({type(err).__name__}: {err})") from None
-    except (KeyError, ValueError, AttributeError, AssertionError, EOFError, IndexError) as err:
-        raise CheckpointError(path, f"not a checkpoint of timm model {arch} ({type(err).__name__}: {err})") from None
+    net = timm_from_file(arch, path, int(ckpt_classes), **{k: v for k, v in kwargs.items() if k != "num_classes"})
     wanted = kwargs.get("num_classes", ckpt_classes)
     if int(wanted) != int(ckpt_classes):
         net.reset_classifier(int(wanted))
     return net
+
+
+def timm_from_file(arch: str, path: Path, num_classes: int, **kwargs) -> nn.Module:
+    """timm model ``arch`` with a classifier of ``num_classes`` outputs — the class count of the file's own
+    classifier —, its weights loaded **strictly** from the local file ``path`` by timm's pretrained-file
+    mechanism (``pretrained_cfg_overlay=dict(file=...)``: timm's reader of ``.safetensors`` and weights-only
+    pickles, its unwrapping of training checkpoints, its conversion of other layouts and its resampling of
+    position and patch embeddings to the model built from ``kwargs``).
+
+    Built with the file's class count, timm loads every tensor or fails (with another count it drops the
+    classifier and loads whatever names match, which accepts a file of any other model).  Every failure
+    raises :class:`CheckpointError` naming ``path``: a pickle that references anything but tensors (its
+    reason, never the advice to load it with ``weights_only=False``), a malformed ``.safetensors`` file, or
+    tensors that do not fit — how many of the model's tensors the file holds by name, a few it lacks and a
+    few the model has not, or (every name matching) torch's first size mismatches.
+    """
+    build = {**kwargs, "num_classes": int(num_classes)}
+    overlay = dict(file=str(path), num_classes=int(num_classes), source="")
+    try:
+        return timm.create_model(arch, pretrained=True, pretrained_cfg_overlay=overlay, **build)
+    except (pickle.UnpicklingError, SafetensorError, RuntimeError, KeyError, ValueError, AttributeError,
+            AssertionError, EOFError, IndexError) as err:
+        raise CheckpointError(path, _timm_file_problem(path, arch, build, err)) from None
+
+
+def _timm_file_problem(path: Path, arch: str, build: dict, err: Exception) -> str:
+    """Why timm could not build ``arch`` from the file ``path`` (see :func:`timm_from_file`)."""
+    # timm re-raises torch's refusal of a pickle that is not weights-only as a RuntimeError
+    refusal = err if isinstance(err, pickle.UnpicklingError) else err.__cause__
+    if isinstance(refusal, pickle.UnpicklingError):
+        return f"not a weights-only checkpoint (refused: {_refusal_reason(refusal)})"
+    if isinstance(err, SafetensorError):
+        return f"not a readable .safetensors file ({err})"
+    model = f"timm model {arch} with {build['num_classes']} classes"
+    fit = _tensor_fit(path, arch, build, model) if isinstance(err, RuntimeError) else None
+    first_lines = " ".join(line.strip() for line in str(err).strip().splitlines()[:3])
+    return fit or f"not a checkpoint of {model} ({type(err).__name__}: {first_lines})"
+
+
+def _tensor_fit(path: Path, arch: str, build: dict, model: str) -> str | None:
+    """Which tensors of the model the file holds, by name; None when every name matches both ways (or the
+    names cannot be read)."""
+    try:
+        held = set(timm.models.load_state_dict(str(path)))  # timm's own reading and unwrapping of the file
+        with torch.device("meta"):  # the names only: no weights allocated
+            names = list(timm.create_model(arch, pretrained=False, **build).state_dict())
+    except Exception:  # noqa: BLE001 -- only a message is at stake: timm's own error is reported instead
+        return None
+    lacking = [name for name in names if name not in held]
+    extra = sorted(held - set(names))
+    if not lacking and not extra:
+        return None
+    problem = f"the file holds {len(names) - len(lacking)} of the {len(names)} tensors of {model} (by name)"
+    if lacking:
+        problem += f"; it lacks {len(lacking)}: {_few(lacking)}"
+    if extra:
+        problem += f"; it has {len(extra)} tensors the model has not: {_few(extra)}"
+    return problem
+
+
+def _few(names: list[str], shown: int = 5) -> str:
+    """The first ``shown`` names, and how many more."""
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _create_torchvision(arch, weights, num_classes, weights_num_classes, kwargs) -> nn.Module:

@@ -1,10 +1,18 @@
 """Vision Transformer encoder through timm, fine-tuned from a local pretrained checkpoint.
 
 The checkpoint is loaded with timm's own pretrained-file mechanism
-(``pretrained_cfg_overlay=dict(file=..., num_classes=...)``) — the code path a cluster user takes with
-real ImageNet-21k weights (``vit_base_patch16_224_in21k``).  ``num_classes`` in the overlay is the
-class count of the *checkpoint's* head: timm keeps that head when it matches the new class count
-and re-initialises it otherwise (timm also resamples the position embedding to ``img_size``).
+(``pretrained_cfg_overlay=dict(file=...)``) — the code path a cluster user takes with real ImageNet-21k
+weights (``vit_base_patch16_224_in21k``); timm also resamples the position embedding to ``img_size``.
+``num_classes`` of ``pretrained`` is the class count of the *checkpoint's* head, and the file is loaded
+**strictly** by :func:`csfbench.models.pretrained.timm_from_file` into a ViT with that head: it must hold
+every tensor of the ViT, its head of ``num_classes`` outputs included.  A file holding none of them, a part
+(no blocks, no head), a deeper ViT's or another head's, a malformed ``.safetensors`` file and a pickle that
+references code all raise :class:`~csfbench.errors.CheckpointError` naming the file (with the number of the
+ViT's tensors it holds and a few it lacks) — never a ViT fine-tuned from random initialisation.
+
+When the class counts agree the checkpoint's head is kept; otherwise the new head is the one timm's
+constructor draws for a ViT of the new class count from the caller's random stream (the same numbers as
+before strict loading), and the checkpoint's ViT is built in a forked stream.
 """
 from __future__ import annotations
 
@@ -21,19 +29,27 @@ import timm  # noqa: E402  (needs the torchvision fix above on CPU-only torch)
 
 def create_timm_vit(arch: dict, n_classes: int, image_size: int, dropout: int,
                     pretrained: dict | None) -> nn.Module:
-    """A timm ViT with ``n_classes`` outputs; weights from ``pretrained['file']`` when given."""
+    """A timm ViT with ``n_classes`` outputs; weights from ``pretrained['file']`` when given (see the module)."""
+    name = arch["timm_name"]
     kwargs = {k: v for k, v in arch.items() if k not in ("timm_name", "drop_rate")}
     kwargs["drop_rate"] = float(arch["drop_rate"]) * dropout if dropout else 0.0
     kwargs["img_size"] = image_size
     if pretrained is None:
-        return timm.create_model(arch["timm_name"], pretrained=False, num_classes=n_classes, **kwargs)
+        return timm.create_model(name, pretrained=False, num_classes=n_classes, **kwargs)
     path = Path(pretrained["file"])
     if not path.is_file():
         raise FileNotFoundError(f"pretrained ViT weights not found: {path} (backbones/vit/pretrained/file)")
-    return timm.create_model(
-        arch["timm_name"], pretrained=True, num_classes=n_classes,
-        pretrained_cfg_overlay=dict(file=str(path), num_classes=int(pretrained["num_classes"])), **kwargs,
-    )
+    from csfbench.models.pretrained import timm_from_file
+
+    file_classes = int(pretrained["num_classes"])
+    if file_classes == n_classes:
+        return timm_from_file(name, path, n_classes, **kwargs)
+    vit = timm.create_model(name, pretrained=False, num_classes=n_classes, **kwargs)  # draws the new head
+    with torch.random.fork_rng(devices=[]):
+        loaded = timm_from_file(name, path, file_classes, **kwargs)
+        loaded.reset_classifier(n_classes)
+    loaded.head.load_state_dict(vit.head.state_dict())
+    return loaded
 
 
 class ViTEncoder(nn.Module):
