@@ -3,9 +3,10 @@
 The schema is the one place that holds a setting's default: every optional key that has one carries a
 ``default:``, and :func:`validate_config` writes it into the config, so the rest of the code reads
 ``config[section][key]`` and never supplies a fallback of its own.  Cross-references the schema cannot
-express (a source's dataset must be in the catalogue, a CSF name must exist, a drawn CSF must be scored, a
-ViT's timm architecture must build, a calibration set must fit its split, a resource key must be a rule) are
-checked here too, with errors that name the key path, what was expected and what was found.
+express (a source's dataset must be in the catalogue and have a labelled train split, a CSF name must exist, a
+drawn CSF must be scored, an analysis pair must name sets that a source evaluates in those roles, a ViT's timm
+architecture must build, a calibration set must fit its split, a resource key must be a rule) are checked here
+too, with errors that name the key path, what was expected and what was found.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import inspect
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NoReturn
 
 import jsonschema
 import yaml
@@ -28,6 +29,7 @@ from csfbench.csf.engine import flavours
 from csfbench.csf.fit_settings import TuningSettings
 from csfbench.csf.projection import GROUP_VARIANTS, group_of, parse_variant
 from csfbench.csf.registry import BY_NAME, SPACES, base_name, variants_for
+from csfbench.data.formats import FORMATS
 from csfbench.metrics import UnknownMetricError, metric_names
 from csfbench.specs import SPLITS
 from csfbench.workflow.grid import stage_enabled
@@ -181,8 +183,8 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     _check_references(config, origin)
     _check_conformal(config, origin)
     _check_split_sizes(config, origin)
-    _check_analyses(config, origin)
     grid = Jobs(config)
+    _check_analyses(grid, origin)
     _check_selections(grid, origin)  # first: the names of the ranking's metrics, which _check_ranking reads
     _check_ranking(config["ranking"], origin)
     if build_models:
@@ -244,6 +246,7 @@ def _check_references(config: dict, origin: str) -> None:
     for name, src in config["sources"].items():
         if src["dataset"] not in datasets:
             raise ConfigError(f"sources/{name}/dataset", f"a dataset of {sorted(datasets)}", src["dataset"], origin)
+        _check_source_dataset(name, src["dataset"], datasets[src["dataset"]], origin)
         for ood in src["ood"]:
             if ood not in datasets:
                 raise ConfigError(f"sources/{name}/ood/{ood}", f"a dataset of {sorted(datasets)}", ood, origin)
@@ -406,12 +409,13 @@ def _check_conformal(config: dict, origin: str) -> None:
 
 def _generated_test_size(config: dict, dataset: str) -> int | None:
     """The size of the official test split of a catalogue dataset that the demo generator writes (its
-    ``demo.spec`` entry); None for data on disk, whose size is known only when it is read."""
+    ``demo.spec`` entry); None for data on disk, whose size is known only when it is read, and for a generated
+    set without a test split (``n_test: 0``, the pretraining sets)."""
     entry = config["datasets"][dataset]
     if not stage_enabled(config, "demo") or entry["format"] != "npy":
         return None
     spec = config["demo"]["spec"].get(entry["path"])
-    return spec.get("n_test") if isinstance(spec, dict) else None
+    return (spec.get("n_test") or None) if isinstance(spec, dict) else None
 
 
 def _check_split_sizes(config: dict, origin: str) -> None:
@@ -432,11 +436,70 @@ def _check_split_sizes(config: dict, origin: str) -> None:
                               f"{src['val_size']}), from which the calibration set is drawn", n_cal, origin)
 
 
-def _check_analyses(config: dict, origin: str) -> None:
-    """The pair analyses name CSFs of the registry (a flavour such as ``MLS@T1`` by its base name) and pairs of
-    catalogue datasets (the ID role may also be the ID test split)."""
+def _read_splits(entry: dict) -> tuple[tuple[str, ...], bool]:
+    """(official splits, labelled) of a catalogue ``entry`` as its format reads it with its options, from the
+    config alone (:data:`csfbench.data.formats.FORMATS`; no data is read): ``()`` = one split, which the reader
+    returns for any split asked.  Options change them for three formats: an ``imglist`` that maps splits to lists
+    has those splits; an ``iconic444`` OOD list (option ``ood``) is split ``test``, unlabelled; ``wnid_folders``
+    without ``wnids`` is unlabelled."""
+    fmt, options = entry["format"], entry["options"]
+    if fmt == "imglist" and isinstance(options.get("imglist"), dict):
+        return tuple(options["imglist"]), True
+    if fmt == "iconic444" and options.get("ood") is not None:
+        return ("test",), False
+    if fmt == "wnid_folders" and options.get("wnids") is None:
+        return (), False
+    return FORMATS[fmt].splits, FORMATS[fmt].labelled
 
-    analyses = config["analyses"]
+
+def _source_formats() -> str:
+    """The formats whose datasets can be a source (:func:`_check_source_dataset`), for its message."""
+    formats = [key for key, fmt in FORMATS.items() if {"train", "test"} <= set(fmt.splits) and fmt.labelled]
+    return ", ".join(f"{key} (without option ood)" if key == "iconic444" else key for key in formats) + \
+        ", or imglist with option imglist: {train: list, test: list}"
+
+
+def _check_source_dataset(source: str, dataset: str, entry: dict, origin: str) -> None:
+    """A source trains on the ``train`` split of its dataset (labels 0..n_classes-1, which CSFs such as Mahalanobis
+    fit on too) and validates and tests on its ``test`` split: its format must have both, labelled
+    (:func:`_read_splits`).  A single-split dataset would be read as both (the test images trained on), an
+    unlabelled one stops the run at its CSF fit; both are evaluation sets only."""
+    splits, labelled = _read_splits(entry)
+    if not splits:
+        problem = "one split" if labelled else "one unlabelled split (every label -1)"
+    else:
+        problem = ", ".join(f"no {split} split" for split in ("train", "test") if split not in splits)
+        if problem and not labelled:
+            problem += ", unlabelled (every label -1)"
+    if not problem and labelled:
+        return
+    options = f", options {entry['options']}" if entry["options"] else ""
+    raise ConfigError(f"sources/{source}/dataset", "a dataset with a labelled train split and a test split (a source "
+                      f"trains on train and validates and tests on test): format {_source_formats()}",
+                      f"{dataset!r} (format {entry['format']}{options}: {problem}; it can be an evaluation set "
+                      "under sources/<name>/ood)", origin)
+
+
+#: the shift types of a pair's roles: the ID role is the ID test split or a covariate set, the OOD role a semantic
+#: or covariate set (csfbench.stages.analyses)
+_PAIR_ROLES = {"id": ("id", "covariate"), "ood": ("semantic", "covariate")}
+
+
+def _pair_sets(grid: Jobs, source: str) -> dict[str, str]:
+    """{set: shift type} of the sets a pair of ``source`` may name: the ID test split (``id``), its catalogue
+    evaluation sets and its generated corruption sets (:meth:`~csfbench.workflow.grid.Grid.covariate_sets`)."""
+    sets = {"test": "id", **{n: e["shift_type"] for n, e in grid.config["sources"][source]["ood"].items()}}
+    return {**sets, **{name: "covariate" for name in grid.covariate_sets(source)}}
+
+
+def _role_sets(sets: dict[str, str], role: str) -> list[str]:
+    return [name for name, kind in sets.items() if kind in _PAIR_ROLES[role]]
+
+
+def _check_analyses(grid: Jobs, origin: str) -> None:
+    """The pair analyses name CSFs of the registry (a flavour such as ``MLS@T1`` by its base name), and pairs
+    (:func:`_check_pair`) that a source evaluates."""
+    analyses = grid.config["analyses"]
     if not analyses["enabled"]:
         return
     named = [("analyses/reference_csf", analyses["reference_csf"])]
@@ -444,10 +507,50 @@ def _check_analyses(config: dict, origin: str) -> None:
     for key, name in named:
         if name.split("@", 1)[0] not in BY_NAME:
             raise ConfigError(key, f"a CSF name of {sorted(BY_NAME)}", name, origin)
+    evaluated = {source: _pair_sets(grid, source) for source in grid.sources}
     for i, pair in enumerate(analyses["pairs"]):
-        for role, allowed in (("id", ["test", *config["datasets"]]), ("ood", list(config["datasets"]))):
-            if pair[role] not in allowed:
-                raise ConfigError(f"analyses/pairs/{i}/{role}", f"one of {sorted(allowed)}", pair[role], origin)
+        _check_pair(f"analyses/pairs/{i}", pair["id"], pair["ood"], evaluated, origin)
+
+
+def _check_pair(key: str, id_set: str, ood_set: str, evaluated: dict[str, dict[str, str]], origin: str) -> None:
+    """A pair is analysed for every source that evaluates both of its sets (``evaluated``: {source:
+    :func:`_pair_sets`}, :func:`csfbench.stages.analyses.pairs_of`): at least one source must, or the pair would
+    be dropped without a row; and in each such source the ID role must be the ID test split or a covariate set,
+    the OOD role a semantic or covariate set other than the ID-role set (a semantic ID-role set has no correct
+    samples: its A_io, new-class and shift-detection AUROCs are one number)."""
+    if id_set == ood_set:
+        raise ConfigError(f"{key}/ood", "an OOD-role set other than the ID-role set", ood_set, origin)
+    holders = [source for source, sets in evaluated.items() if id_set in sets and ood_set in sets]
+    if not holders:
+        _no_source_holds(key, id_set, ood_set, evaluated, origin)
+    for source in holders:
+        sets = evaluated[source]
+        for role, name in (("id", id_set), ("ood", ood_set)):
+            if sets[name] not in _PAIR_ROLES[role]:
+                what = "the ID test split 'test' or a covariate set" if role == "id" else "a semantic or covariate set"
+                raise ConfigError(f"{key}/{role}", f"{what} of source {source!r}, which evaluates both sets of the "
+                                  f"pair: {_role_sets(sets, role)}", f"{name!r}, a{'n' * (sets[name][0] in 'aeiou')} "
+                                  f"{sets[name]} set of source {source!r}", origin)
+
+
+def _no_source_holds(key: str, id_set: str, ood_set: str, evaluated: dict[str, dict[str, str]], origin: str
+                     ) -> NoReturn:
+    """Raise the ConfigError of a pair whose two sets no source evaluates together: at the OOD role when no source
+    evaluates the OOD-role set, else at the ID role, listing what the sources evaluate."""
+    with_ood = {source: sets for source, sets in evaluated.items() if ood_set in sets}
+    role, name, where = ("id", id_set, with_ood) if with_ood else ("ood", ood_set, evaluated)
+    offered = "; ".join(f"source {source!r}: {_role_sets(sets, role)}" for source, sets in where.items())
+    if role == "ood":
+        raise ConfigError(f"{key}/ood", "a semantic or covariate set that a source evaluates (sources/<name>/ood, or "
+                          f"a corruption set of the shifts stage): {offered}",
+                          f"{ood_set!r}: no source evaluates it{_closest(ood_set, _names(where, role))}", origin)
+    raise ConfigError(f"{key}/id", f"the ID test split 'test' or a covariate set of a source that evaluates "
+                      f"{ood_set!r}: {offered}", f"{id_set!r}: none of them evaluates it"
+                      f"{_closest(id_set, _names(where, role))}", origin)
+
+
+def _names(evaluated: dict[str, dict[str, str]], role: str) -> set[str]:
+    return {name for sets in evaluated.values() for name in _role_sets(sets, role)}
 
 
 def _check_ranking(ranking: dict, origin: str) -> None:
