@@ -1,7 +1,7 @@
 """Hostile ViT weights files (``backbones/vit/pretrained/file`` and paradigm ``pretrained``; probes of issue 51).
 
 Both routes load a timm weights file through timm's pretrained-file mechanism, strictly
-(:func:`csfbench.models.pretrained.timm_from_file`): a pickle that references code runs nothing and a
+(:func:`csfbench.models.timm_files.timm_from_file`): a pickle that references code runs nothing and a
 malformed ``.safetensors`` is refused, and a file that does not hold every tensor of the model is refused
 — each with a CheckpointError naming the file (and for a file that does not fit: how many of the model's
 tensors it holds and a few it lacks), never timm's advice to retry with ``weights_only=False``."""

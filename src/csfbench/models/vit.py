@@ -4,7 +4,7 @@ The checkpoint is loaded with timm's own pretrained-file mechanism
 (``pretrained_cfg_overlay=dict(file=...)``) — the code path a cluster user takes with real ImageNet-21k
 weights (``vit_base_patch16_224_in21k``); timm also resamples the position embedding to ``img_size``.
 ``num_classes`` of ``pretrained`` is the class count of the *checkpoint's* head, and the file is loaded
-**strictly** by :func:`csfbench.models.pretrained.timm_from_file` into a ViT with that head: it must hold
+**strictly** by :func:`csfbench.models.timm_files.timm_from_file` into a ViT with that head: it must hold
 every tensor of the ViT, its head of ``num_classes`` outputs included.  A file holding none of them, a part
 (no blocks, no head), a deeper ViT's or another head's, a malformed ``.safetensors`` file and a pickle that
 references code all raise :class:`~csfbench.errors.CheckpointError` naming the file (with the number of the
@@ -39,7 +39,7 @@ def create_timm_vit(arch: dict, n_classes: int, image_size: int, dropout: int,
     path = Path(pretrained["file"])
     if not path.is_file():
         raise FileNotFoundError(f"pretrained ViT weights not found: {path} (backbones/vit/pretrained/file)")
-    from csfbench.models.pretrained import timm_from_file
+    from csfbench.models.timm_files import timm_from_file
 
     file_classes = int(pretrained["num_classes"])
     if file_classes == n_classes:
