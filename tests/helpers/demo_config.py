@@ -22,8 +22,12 @@ def demo_config(spec: dict | None) -> dict:
 
 def full_spec(spec: dict | None = None) -> dict:
     """The complete demo spec the workflow passes to the generator: ``spec`` validated and completed
-    with the schema's defaults (the default spec if None)."""
-    return validate_config(demo_config(spec))["demo"]["spec"]
+    with the schema's defaults (the default spec if None).  Only the spec is returned, so the demo stage is
+    switched off first: validation then fills in the spec's defaults without checking the sources' split sizes
+    against a spec far smaller than the demo's."""
+    config = demo_config(spec)
+    config["demo"]["enabled"] = False
+    return validate_config(config)["demo"]["spec"]
 
 
 def edited(config: dict, path: tuple, value: object) -> dict:

@@ -30,7 +30,7 @@ from csfbench.csf.fit_settings import TuningSettings
 from csfbench.csf.projection import GROUP_VARIANTS, group_of, parse_variant
 from csfbench.csf.registry import BY_NAME, SPACES, base_name, variants_for
 from csfbench.data.formats import FORMATS
-from csfbench.metrics import UnknownMetricError, metric_names
+from csfbench.metrics import UnknownMetricError, metric_names, metric_spec
 from csfbench.specs import SPLITS
 from csfbench.workflow.grid import stage_enabled
 from csfbench.workflow.jobs import Jobs
@@ -185,8 +185,8 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     _check_split_sizes(config, origin)
     grid = Jobs(config)
     _check_analyses(grid, origin)
-    _check_selections(grid, origin)  # first: the names of the ranking's metrics, which _check_ranking reads
     _check_ranking(config["ranking"], origin)
+    _check_selections(grid, origin)
     if build_models:
         _check_timm_vits(config, origin)
     if rules is not None:
@@ -561,11 +561,20 @@ def _check_ranking(ranking: dict, origin: str) -> None:
     if absent:
         raise ConfigError("ranking/schemes", "a failure scheme for every shift type", f"none for {absent}", origin)
     for group, metrics in ranking["metric_groups"].items():
-        if not metrics or len({higher_is_better(m) for m in metrics}) != 1:
+        metrics = [m for m in metrics if _is_metric(m)]  # an unknown name is _check_selections' error, with the names
+        if len({higher_is_better(m) for m in metrics}) > 1:
             raise ConfigError(f"ranking/metric_groups/{group}", "metrics of one orientation", metrics, origin)
-        if len({is_conformal(m) for m in metrics}) != 1:
+        if len({is_conformal(m) for m in metrics}) > 1:
             raise ConfigError(f"ranking/metric_groups/{group}", "only conformal or only classical metrics (they are "
                               "ranked on different schemes)", metrics, origin)
+
+
+def _is_metric(name: str) -> bool:
+    try:
+        metric_spec(name)
+    except UnknownMetricError:
+        return False
+    return True
 
 
 def _check_selections(grid: Jobs, origin: str) -> None:
