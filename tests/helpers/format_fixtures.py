@@ -5,6 +5,7 @@ with what a reader must give back (images as uint8 N×H×W×3, labels as int64),
 """
 from __future__ import annotations
 
+import gzip
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,11 @@ COARSE_OF_FINE = {fine: coarse for coarse, group in enumerate(CIFAR100_FINE_BY_C
 
 TINY_WNIDS = ("n02124075", "n01443537", "n04067472")  # not sorted: labels follow file order
 SVHN_SIDE = 32
+#: H x W of the IDX fixtures' images: not square, so that a transposition shows
+IDX_HW = (6, 5)
+#: EMNIST splits: (first label in the files, number of classes), as in csfbench.data.readers.EMNIST_SPLITS
+EMNIST_LABELS = {"balanced": (0, 47), "byclass": (0, 62), "bymerge": (0, 47), "digits": (0, 10), "letters": (1, 26),
+                 "mnist": (0, 10)}
 
 
 @dataclass
@@ -168,6 +174,49 @@ def write_svhn(folder: Path, n: int = 7, seed: int = 0) -> Written:
         y = np.where(digits == 0, 10, digits).astype(np.float64).reshape(n, 1)
         scipy.io.savemat(root / f"{split}_32x32.mat", {"X": images.transpose(1, 2, 3, 0), "y": y})
         written.images[split], written.labels[split] = images, digits
+    return written
+
+
+def idx_bytes(array: np.ndarray, code: int = 0x08) -> bytes:
+    """A uint8 ``array`` as an IDX file: magic ``00 00 {code} {ndim}``, its sizes as big-endian uint32, its bytes."""
+    return bytes([0, 0, code, array.ndim]) + np.array(array.shape, ">u4").tobytes() + array.astype(np.uint8).tobytes()
+
+
+def write_idx_file(path: Path, content: bytes, gz: bool) -> Path:
+    """``content`` written to ``path``, gzipped to ``{path}.gz`` with ``gz``; the path written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not gz:
+        path.write_bytes(content)
+        return path
+    path = path.with_name(path.name + ".gz")
+    with gzip.open(path, "wb") as f:
+        f.write(content)
+    return path
+
+
+def write_idx(folder: Path, name: str = "mnist", emnist: str | None = None, gz: bool = True, per_class: int = 2,
+              seed: int = 0) -> Written:
+    """``{folder}/{name}/`` holding IDX files (gzipped with ``gz``, else raw) of :data:`IDX_HW` images.
+
+    Without ``emnist``: MNIST's names (also Fashion-MNIST's and KMNIST's), 10 classes.  With ``emnist`` (a key
+    of :data:`EMNIST_LABELS`): ``emnist-{emnist}-{split}-...`` files, added to the folder if it exists, images
+    stored transposed and labels from the split's first label (``letters``: 1..26), as EMNIST distributes them.
+    Split "train" holds ``per_class`` images of each class in shuffled order, "test" one.  ``images`` are
+    the upright images as a reader must return them (N×H×W×3, three identical channels), ``labels`` 0-based.
+    """
+    root = folder / name
+    rng = _rng(seed)
+    first, n_classes = (0, 10) if emnist is None else EMNIST_LABELS[emnist]
+    written = Written(root, {}, {})
+    for split, prefix, copies in (("train", "train", per_class), ("test", "t10k", 1)):
+        labels = rng.permutation(np.repeat(np.arange(n_classes), copies))
+        gray = rng.integers(0, 256, size=(len(labels), *IDX_HW), dtype=np.uint8)
+        stored = gray if emnist is None else gray.transpose(0, 2, 1)
+        stem = prefix if emnist is None else f"emnist-{emnist}-{split}"
+        write_idx_file(root / f"{stem}-images-idx3-ubyte", idx_bytes(stored), gz)
+        write_idx_file(root / f"{stem}-labels-idx1-ubyte", idx_bytes(labels + first), gz)
+        written.images[split] = np.repeat(gray[..., None], 3, axis=-1)
+        written.labels[split] = labels
     return written
 
 

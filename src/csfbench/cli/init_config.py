@@ -6,7 +6,8 @@ formats' own readers).
 What was found becomes a proposal:
 
 * **sources**: labelled datasets with official ``train`` and ``test`` splits whose training labels are
-  the classes ``0..C-1`` (CIFAR-10/100, SVHN, TinyImageNet, ImageNet, csfbench ``npy``, ICONIC-444 tasks);
+  the classes ``0..C-1`` (CIFAR-10/100, SVHN, the MNIST family's IDX files, TinyImageNet, ImageNet, csfbench
+  ``npy``, ICONIC-444 tasks);
 * **semantic** evaluation sets of a source: unlabelled sets (image folders, OpenOOD's OOD lists, wnid
   folders of other classes, unlabelled ``npy``) and the other sources' datasets (another label space);
 * **covariate** evaluation sets of a source: corruptions of its images (CIFAR-10-C/100-C of a CIFAR

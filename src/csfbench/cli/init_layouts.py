@@ -1,10 +1,11 @@
 """The on-disk layouts ``csfbench init`` recognises (:mod:`csfbench.cli.init_scan`): what one folder holds.
 
 Each layout function looks for a few marker file names (``data_batch_1`` → ``cifar10``, ``*_32x32.mat`` →
-``svhn``, ``benchmark_imglist/`` → ``imglist``, ...) and returns None when they are absent; otherwise the
-format's own reader (:func:`~csfbench.data.formats.open_dataset`) decides, so a folder that looks like a
-layout but breaks it is reported with the reader's problem (:class:`Skipped`), and a readable one is
-described (:class:`Found`: sizes, labels, image side, normalisation, whether it can be a source).
+``svhn``, ``train-images-idx3-ubyte[.gz]`` → ``idx``, ``benchmark_imglist/`` → ``imglist``, ...) and returns
+None when they are absent; otherwise the format's own reader (:func:`~csfbench.data.formats.open_dataset`)
+decides, so a folder that looks like a layout but breaks it is reported with the reader's problem
+(:class:`Skipped`), and a readable one is described (:class:`Found`: sizes, labels, image side,
+normalisation, whether it can be a source).
 The marker checks see through symbolic links and pass over broken ones (dangling, or a loop); what a
 dataset folder's own links hold is its format reader's to read.
 """
@@ -21,7 +22,7 @@ from PIL import Image
 from csfbench.data.base import ArrayImageSet, FileImageSet, ImageSet
 from csfbench.data.formats import open_dataset
 from csfbench.data.list_readers import ICONIC_TASKS, WNID, read_wnids
-from csfbench.data.readers import IMAGE_EXTENSIONS, ReaderError
+from csfbench.data.readers import IDX_FILES, IMAGE_EXTENSIONS, ReaderError, emnist_splits
 from csfbench.errors import DatasetError
 from csfbench.specs import SPLITS
 from csfbench.workflow.settings import schema
@@ -77,6 +78,8 @@ class Found:
             detail = ", ".join(f"{split} {path}" for split, path in detail.items())
         if "corruption" in self.options:
             detail = f"{self.options['corruption']}, severity {self.options['severity']}"
+        if "emnist" in self.options:
+            detail = f"EMNIST {self.options['emnist']}"
         if "ood" in self.options:
             detail = f"task {self.options['task']}, list {self.options['ood']}"
         elif "task" in self.options:
@@ -254,6 +257,26 @@ def _svhn(folder: Path, rel: str, files: set[str]) -> Result | None:
     if not {"train_32x32.mat", "test_32x32.mat"} & files:
         return None
     return _two_splits("svhn", folder, rel, [CANONICAL["svhn"]])
+
+
+def _idx(folder: Path, rel: str, files: set[str]) -> Result | None:
+    """IDX files: MNIST's names (MNIST, Fashion-MNIST, KMNIST; named by the folder, or by the folder above a
+    torchvision ``raw/`` folder), and one source per EMNIST split (option ``emnist``) whose files are there."""
+    names = {name for pair in IDX_FILES.values() for name in pair}
+    mnist = any(name in files or f"{name}.gz" in files for name in names)
+    splits = emnist_splits(files)
+    if not mnist and not splits:
+        return None
+    out: Result = []
+    if mnist:
+        hint = folder.parent.name if folder.name == "raw" else folder.name
+        out += _two_splits("idx", folder, rel, [hint, folder.name])
+    for split in splits:
+        for item in _two_splits("idx", folder, rel, [f"emnist-{split}"], emnist=split):
+            if isinstance(item, Skipped):
+                item.path = f"{rel}/emnist-{split}-*"
+            out.append(item)
+    return out
 
 
 def _tinyimagenet(folder: Path, rel: str, files: set[str]) -> Result | None:
@@ -485,7 +508,7 @@ def _class_split_folders(folder: Path, rel: str, files: set[str]) -> Result | No
                          "imagenet)")]
 
 
-LAYOUTS = (_cifar10, _cifar100, _svhn, _tinyimagenet, _npy, _cifar_c, _iconic444, _imglist, _imagenet,
+LAYOUTS = (_cifar10, _cifar100, _svhn, _idx, _tinyimagenet, _npy, _cifar_c, _iconic444, _imglist, _imagenet,
            _imagenet_c, _wnid_folders, _class_split_folders)
 
 

@@ -31,7 +31,7 @@ NAME_RULE = re.compile(schema()["definitions"]["name"]["pattern"])
 #: the input side of a VGG-13 must be a multiple of 32; larger images are brought down to this for CPU runs
 MAX_SIDE = 64
 #: the formats whose datasets can be sources (labelled official train and test splits)
-SOURCE_FORMATS = ("cifar10", "cifar100", "svhn", "tinyimagenet", "npy", "imagenet", "iconic444",
+SOURCE_FORMATS = ("cifar10", "cifar100", "svhn", "idx", "tinyimagenet", "npy", "imagenet", "iconic444",
                   "imglist (OpenOOD's train and test lists)")
 
 

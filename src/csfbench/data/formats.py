@@ -158,6 +158,25 @@ each .mat (MATLAB v5): X = 32 x 32 x 3 x N uint8, y = N x 1 labels 1..10 (10 = d
         labelled=True,
     ),
     Format(
+        key="idx",
+        read=readers.read_idx,
+        expected_layout="""
+{root}/ = the folder holding the IDX files of MNIST, Fashion-MNIST or KMNIST, each raw or gzipped (.gz):
+  train-images-idx3-ubyte, train-labels-idx1-ubyte   split "train" (MNIST: 60000 images 28x28)
+  t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte     split "test" (MNIST: 10000 images)
+  labels 0..9; where a file is there both raw and gzipped, the raw one is read
+with option emnist (balanced, byclass, bymerge, digits, letters, mnist): EMNIST's folder (gzip/), files
+  emnist-{emnist}-train-images-idx3-ubyte, emnist-{emnist}-train-labels-idx1-ubyte   split "train"
+  emnist-{emnist}-test-images-idx3-ubyte, emnist-{emnist}-test-labels-idx1-ubyte     split "test"
+  images stored transposed, read transposed back (upright); letters: labels 1..26 read as 0..25
+each IDX file: magic 00 00 08 (unsigned byte) {ndim}, ndim big-endian uint32 sizes, then the bytes;
+  images N x H x W (ndim 3, grayscale, read as 3 identical channels), labels N (ndim 1), one per image
+""",
+        splits=("train", "test"),
+        labelled=True,
+        optional=("emnist",),
+    ),
+    Format(
         key="image_folder",
         read=readers.read_image_folder,
         expected_layout="""

@@ -13,10 +13,12 @@ a :class:`~csfbench.errors.DatasetError` that also names the dataset and the exp
 """
 from __future__ import annotations
 
+import gzip
 import os
 import pickle
+import re
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 import numpy as np
 from PIL import Image
@@ -36,6 +38,21 @@ SUPERCIFAR_HELD_OUT = (
     "sea", "cattle", "raccoon", "lobster", "girl", "lizard", "hamster", "oak_tree", "motorcycle",
 )  # fmt: skip
 SVHN_DIGIT_ZERO = 10
+#: the IDX files (images, labels) of each split of MNIST, Fashion-MNIST and KMNIST, each raw or with ``.gz``
+IDX_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+             "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+#: the classes of MNIST, Fashion-MNIST and KMNIST (labels 0..9)
+IDX_N_CLASSES = 10
+#: EMNIST's splits (Cohen et al. 2017): (first label in the files, number of classes); only
+#: ``letters`` counts from 1 (1..26 = a..z)
+EMNIST_SPLITS = {"balanced": (0, 47), "byclass": (0, 62), "bymerge": (0, 47), "digits": (0, 10), "letters": (1, 26),
+                 "mnist": (0, 10)}
+#: an EMNIST file name; group 1: its split
+EMNIST_FILE = re.compile(r"emnist-([a-z]+)-(?:train|test)-(?:images-idx3|labels-idx1)-ubyte(?:\.gz)?")
+#: IDX data type codes (the third byte of the magic number); csfbench reads unsigned bytes only
+IDX_TYPES = {0x08: "unsigned byte", 0x09: "signed byte", 0x0B: "short", 0x0C: "int", 0x0D: "float", 0x0E: "double"}
+IDX_UBYTE = 0x08
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class ReaderError(CsfbenchError):
@@ -378,6 +395,111 @@ def read_svhn(root: Path, split: str, name: str) -> ImageSet:
     labels[labels == SVHN_DIGIT_ZERO] = 0
     images = np.ascontiguousarray(content["X"].transpose(3, 0, 1, 2))
     return ArrayImageSet(name, images, labels, _ids(path.name, np.arange(n)))
+
+
+# ---------------------------------------------------------------------------------------------
+# IDX files (MNIST, Fashion-MNIST, KMNIST, EMNIST)
+
+
+def emnist_splits(file_names: Iterable[str]) -> list[str]:
+    """The EMNIST splits (sorted, known or not) that any of ``file_names`` belongs to (:data:`EMNIST_FILE`)."""
+    return sorted({match.group(1) for match in map(EMNIST_FILE.fullmatch, file_names) if match})
+
+
+def _idx_content(path: Path) -> np.ndarray:
+    """The bytes of an IDX file as a 1-D uint8 array: decompressed in memory where the file is a gzip stream
+    (its first bytes, not its name, decide), else memory-mapped."""
+    with path.open("rb") as f:
+        if f.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
+            f.seek(0)
+            with gzip.GzipFile(fileobj=f) as stream:
+                return np.frombuffer(stream.read(), np.uint8)
+    return np.memmap(path, np.uint8, "r") if path.stat().st_size else np.zeros(0, np.uint8)  # mmap refuses 0 bytes
+
+
+def read_idx_file(path: Path, ndim: int, what: str) -> np.ndarray:
+    """The uint8 array of the IDX file ``path`` (raw or gzipped), shaped by its header: ``ndim`` dimensions
+    (``what`` names them in errors, e.g. "N x H x W images").
+
+    IDX (the format of the MNIST files, LeCun et al. 1998): magic number ``0x00 0x00 <type> <ndim>``, then
+    ``ndim`` big-endian uint32 sizes, then the data, row-major.  A bad magic number, a type other than
+    unsigned byte, another ``ndim``, a truncated header or data, or bytes after the data raise a ReaderError
+    naming the file, what was expected and what was found.  A raw file is memory-mapped (read-only), a
+    gzipped one decompressed in memory.
+    """
+    data = load_file(path, _idx_content, "IDX file")
+    header = 4 + 4 * ndim
+    magic = bytes(data[:4])
+    if len(magic) < 4:
+        raise ReaderError(path, f"truncated IDX header: {len(data)} bytes, expected at least 4 (the magic number)")
+    if magic[:2] != b"\0\0":
+        raise ReaderError(path, f"not an IDX file: magic number {magic.hex(' ')}, expected 00 00 08 {ndim:02x}")
+    if magic[2] != IDX_UBYTE:
+        found = IDX_TYPES.get(magic[2], "not an IDX type")
+        raise ReaderError(path, f"IDX data type code 0x{magic[2]:02x} ({found}), expected 0x08 (unsigned byte)")
+    if magic[3] != ndim:
+        raise ReaderError(path, f"{magic[3]} dimensions in the IDX header, expected {ndim} ({what})")
+    if len(data) < header:
+        raise ReaderError(path, f"truncated IDX header: {len(data)} bytes, expected {header} (magic number and "
+                                f"{ndim} sizes)")
+    shape = tuple(int(size) for size in np.frombuffer(bytes(data[4:header]), ">u4"))
+    expected, found = int(np.prod(shape)), len(data) - header
+    if found != expected:
+        problem = "truncated IDX data" if found < expected else f"{found - expected} bytes after the IDX data"
+        sizes = " x ".join(map(str, shape))
+        raise ReaderError(path, f"{problem}: the header's sizes {sizes} ({what}) take {expected} bytes, found {found}")
+    return data[header:].reshape(shape)
+
+
+def _idx_path(root: Path, name: str, emnist: str | None) -> Path:
+    """``{root}/{name}`` if it is a file, else ``{name}.gz``; a ReaderError naming both when neither is."""
+    for path in (root / name, root / f"{name}.gz"):
+        if path.is_file():
+            return path
+    found = emnist_splits(os.listdir(root))
+    hint = f"; the folder holds EMNIST files of splits {found}: give option emnist" if found and emnist is None else ""
+    raise ReaderError(root / name, f"file not found (nor {name}.gz){hint}")
+
+
+def read_idx(root: Path, split: str, name: str, *, emnist: object = None) -> ImageSet:
+    """MNIST, Fashion-MNIST or KMNIST (:data:`IDX_FILES`), or with option ``emnist`` one EMNIST split, from
+    IDX files, each gzipped or raw (the raw one where both exist).
+
+    The grayscale images (uint8 N×H×W in the file) are returned as RGB uint8 N×H×W×3 whose three channels
+    are one array (a read-only broadcast view: no copy; a raw file stays memory-mapped).  EMNIST stores each
+    image transposed (rows and columns swapped against MNIST's); each is transposed back, upright as MNIST's.
+    Labels: MNIST names 0..9; EMNIST the classes of :data:`EMNIST_SPLITS`, shifted to start at 0
+    (``letters``: 1..26 become 0..25).  A label outside that range, or a label file of another length than
+    the images', raises a ReaderError.  Ids ``"{file}:{index}"``, ``file`` the IDX name without ``.gz``.
+    """
+    if emnist is not None and not (isinstance(emnist, str) and emnist in EMNIST_SPLITS):
+        found = emnist_splits(os.listdir(root))
+        raise ReaderError(root, f"option emnist must be an EMNIST split, one of {list(EMNIST_SPLITS)}; got "
+                                f"{emnist!r} (the folder holds EMNIST files of splits {found})")
+    if emnist is None:
+        (images_name, labels_name), (first, n_classes) = IDX_FILES[split], (0, IDX_N_CLASSES)
+        classes = f"the {IDX_N_CLASSES} classes of MNIST, Fashion-MNIST and KMNIST"
+    else:
+        images_name, labels_name = (f"emnist-{emnist}-{split}-{kind}-ubyte" for kind in ("images-idx3", "labels-idx1"))
+        first, n_classes = EMNIST_SPLITS[emnist]
+        classes = f"the {n_classes} classes of EMNIST {emnist}"
+    images_path = _idx_path(root, images_name, emnist)
+    labels_path = _idx_path(root, labels_name, emnist)  # both files are known to exist before either is read
+    gray = read_idx_file(images_path, 3, "N x H x W images")
+    if 0 in gray.shape[1:]:
+        raise ReaderError(images_path, f"images of {gray.shape[1]} x {gray.shape[2]} pixels, expected at least 1 x 1")
+    labels = read_idx_file(labels_path, 1, "N labels")
+    if len(labels) != len(gray):
+        raise ReaderError(labels_path, f"{len(labels)} labels, but {images_path.name} holds {len(gray)} images: "
+                                       "expected one label per image")
+    last = first + n_classes - 1
+    if len(labels) and (labels.min() < first or labels.max() > last):
+        raise ReaderError(labels_path, f"labels must lie in {first}..{last} ({classes}), found "
+                                       f"{labels.min()}..{labels.max()}")
+    if emnist is not None:
+        gray = gray.transpose(0, 2, 1)
+    images = np.broadcast_to(gray[..., None], (*gray.shape, 3))
+    return ArrayImageSet(name, images, labels.astype(np.int64) - first, _ids(images_name, np.arange(len(gray))))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import yaml
 from csfbench.cli import main
 from csfbench.data.formats import FORMATS
 from csfbench.cli.init_config import NAME_RULE, dataset_name, scan
-from csfbench.workflow.settings import load_config, schema
+from csfbench.workflow.settings import load_config, load_yaml, schema, validate_config
 
 from tests.helpers import format_fixtures as ff
 from tests.helpers.repo import REPO
@@ -161,15 +161,16 @@ def test_every_layout_is_recognised(tmp_path, capsys):
     ff.write_imagenet_c(root / "imagenet")
     ff.write_wnid_folders(root / "renditions")
     ff.write_iconic444(root)
+    ff.write_idx(root)
     output = tmp_path / "all.yaml"
     code, out, err = _init(capsys, root, "-o", output)
     assert code == 0, err
     config = load_config(output)
     formats = {entry["format"] for entry in config["datasets"].values()}
     assert formats == {"cifar10", "cifar100", "tinyimagenet", "cifar_c", "npy", "imagenet", "imagenet_c",
-                       "wnid_folders", "iconic444"}
+                       "wnid_folders", "iconic444", "idx"}
     sources = config["sources"]
-    assert set(sources) == {"cifar10", "cifar100", "tinyimagenet", "imagenet", "iconic444-almond"}
+    assert set(sources) == {"cifar10", "cifar100", "tinyimagenet", "imagenet", "iconic444-almond", "mnist"}
     assert sources["tinyimagenet"]["image_size"] == {"vgg13": 64}
     assert sources["iconic444-almond"]["val_size"] == 7  # the lines of almond/val.txt: the official split
     # corruptions are covariate shifts of their own source only
@@ -186,6 +187,57 @@ def test_every_layout_is_recognised(tmp_path, capsys):
     assert {"iconic444-almond-near", "iconic444-almond-far", "iconic444-almond-extreme-textures"} <= set(iconic)
     assert "iconic444-almond-ood-val" in config["datasets"] and "iconic444-almond-ood-val" not in iconic
     assert "csfbench.data" not in out and "Traceback" not in err
+
+
+def test_idx_folders_become_sources_and_evaluation_sets(tmp_path, capsys):
+    """MNIST-named IDX files (gzipped, raw, in torchvision's {dataset}/raw/), EMNIST's files of two splits in one
+    folder and a folder holding only the test files."""
+    root = tmp_path / "data"
+    ff.write_idx(root, "mnist", gz=True)
+    ff.write_idx(root, "Fashion-MNIST", gz=False)
+    ff.write_idx(root / "KMNIST", "raw", gz=True)
+    ff.write_idx(root, "gzip", emnist="letters", per_class=1)
+    ff.write_idx(root, "gzip", emnist="digits", gz=False)
+    (root / "gzip" / "emnist-capitals-train-images-idx3-ubyte").write_bytes(b"")  # no EMNIST split
+    only_test = ff.write_idx(root, "mnist_test")
+    for name in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"):
+        (only_test.root / name).unlink()
+    output = tmp_path / "idx.yaml"
+    code, out, err = _init(capsys, root, "-o", output)
+    assert code == 0, err
+    text = output.read_text()
+    config = validate_config(yaml.safe_load(text), "idx.yaml")
+    assert {name: (e["format"], e["path"], e["options"]) for name, e in config["datasets"].items()} == {
+        "mnist": ("idx", "mnist", {}), "fashion-mnist": ("idx", "Fashion-MNIST", {}),
+        "kmnist": ("idx", "KMNIST/raw", {}), "emnist-digits": ("idx", "gzip", {"emnist": "digits"}),
+        "emnist-letters": ("idx", "gzip", {"emnist": "letters"}), "mnist-test": ("idx", "mnist_test", {})}
+    sources = config["sources"]
+    assert {name: (s["n_classes"], s["val_size"], s["image_size"]["vgg13"]) for name, s in sources.items()} == {
+        "mnist": (10, 2, 32), "fashion-mnist": (10, 2, 32), "kmnist": (10, 2, 32), "emnist-digits": (10, 2, 32),
+        "emnist-letters": (26, 5, 32)}
+    # grayscale read as three equal channels: one mean and std for all three
+    assert len(set(sources["fashion-mnist"]["normalize"]["mean"])) == 1
+    # another source's dataset is a semantic shift; EMNIST's splits share a folder (the same images) and are not
+    assert set(sources["mnist"]["ood"]) == {"fashion-mnist", "kmnist", "emnist-digits", "emnist-letters", "mnist-test"}
+    assert "emnist-digits" not in sources["emnist-letters"]["ood"]
+    assert "emnist-letters" not in sources["emnist-digits"]["ood"]
+    assert {e["shift_type"] for s in sources.values() for e in s["ood"].values()} == {"semantic"}
+    assert re.search(r"mnist-test\s+idx\s+mnist_test: test 10 -> semantic shift of", out)
+    assert "not a source: split 'train' unreadable (file not found (nor train-images-idx3-ubyte.gz))" in out
+    assert re.search(r"emnist-letters\s+idx\s+gzip \(EMNIST letters\): train 26, test 26, 26 classes -> source", out)
+    assert "  gzip/emnist-capitals-*: looks like format 'idx' but its reader refused it: option emnist must be an " \
+           "EMNIST split" in out
+
+
+def test_a_config_of_format_idx_validates_and_the_schema_lists_every_format():
+    config = load_yaml(REPO / "config" / "config.yaml")
+    config["datasets"]["digits"] = {"format": "idx", "path": "mnist"}
+    config["datasets"]["letters"] = {"format": "idx", "path": "emnist/gzip", "options": {"emnist": "letters"}}
+    config["sources"][next(iter(config["sources"]))]["ood"]["letters"] = {"shift_type": "semantic"}
+    validated = validate_config(config, "test")
+    assert validated["datasets"]["digits"] == {"format": "idx", "path": "mnist", "split": "test", "options": {}}
+    enum = schema()["properties"]["datasets"]["additionalProperties"]["properties"]["format"]["enum"]
+    assert sorted(enum) == sorted(FORMATS)
 
 
 def test_labelled_class_folders_with_free_names_are_reported_not_guessed(tmp_path):

@@ -21,6 +21,7 @@ from tests.helpers.format_fixtures import (
     write_cifar10,
     write_cifar100,
     write_cifar_c,
+    write_idx,
     write_image_folder,
     write_npy,
     write_svhn,
@@ -33,6 +34,7 @@ WRITERS = {
     "supercifar100": write_cifar100,
     "tinyimagenet": write_tinyimagenet,
     "svhn": write_svhn,
+    "idx": write_idx,  # tested in test_readers_idx.py
     "image_folder": write_image_folder,
     "cifar_c": write_cifar_c,
     "npy": write_npy,
