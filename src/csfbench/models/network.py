@@ -88,7 +88,9 @@ class Classifier(nn.Module):
 
     def block_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
         """The encoder's per-block activations, channel-first (N×C×…): VGG-13's five conv stacks before
-        their max-pools, the ViT's transformer blocks (N×D×T)."""
+        their max-pools, a ResNet's four stages ``layer1`` … ``layer4`` (N×C×H×W), a ViT's transformer blocks
+        (N×D×T).  Other library architectures raise ``NotImplementedError``
+        (:mod:`csfbench.network_csf.architectures`)."""
         return self.encoder.block_maps(x)
 
     def logits_from_last_block(self, last: torch.Tensor) -> torch.Tensor:

@@ -13,6 +13,8 @@ split into encoder + linear head for :class:`~csfbench.models.network.Classifier
   features (the input of the classifier layer, where ImageNet-OOD hooks its features), the head is that
   ``nn.Linear``; ``head(encoder(x))`` equals the original network's logits.
 * :func:`build_classifier` does both and wraps them in a :class:`Classifier`.
+* The encoders of ResNets (torchvision's ``ResNet``, timm's ``ResNet``) and of timm ViTs have the *block maps*
+  GRAM and RankFeat read (``csfbench.network_csf``): a ResNet's are the outputs of ``layer1`` … ``layer4``.
 * :func:`eval_preprocessing` reads the evaluation preprocessing the weights were made for: timm's
   pretrained config, or torchvision's weights transforms (ImageNet-OOD evaluates all thirteen torchvision
   classifiers with ``ResNet50_Weights.IMAGENET1K_V1.transforms()``: bilinear resize 256, centre crop 224).
@@ -36,11 +38,13 @@ from csfbench.data.loader import check_geometry
 from csfbench.errors import CheckpointError
 from csfbench.models.network import Classifier
 from csfbench.models.timm_files import timm_from_file
+from csfbench.network_csf.architectures import block_maps_refusal
 from csfbench.torch_compat import ensure_torchvision, load_weights
 
 ensure_torchvision()
 import timm  # noqa: E402  (needs the torchvision fix above on CPU-only torch)
 import torchvision  # noqa: E402
+from timm.models.resnet import ResNet as TimmResNet  # noqa: E402
 
 LIBRARIES = ("timm", "torchvision")
 #: where torchvision classifiers keep their final linear layer (``classifier`` may be a Sequential ending in it)
@@ -171,41 +175,85 @@ def _replace(net: nn.Module, name: str, module: nn.Module) -> None:
     setattr(net.get_submodule(parent) if parent else net, child, module)
 
 
-class TimmEncoder(nn.Module):
-    """A timm classifier without its classifier layer: ``forward_head(forward_features(x), pre_logits=True)``,
-    N×3×S×S → N×D (pooling, head norm and dropout included)."""
+#: a ResNet's four stages, whose outputs are its block maps (both libraries name them so)
+RESNET_STAGES = ("layer1", "layer2", "layer3", "layer4")
+
+
+class _LibraryEncoder(nn.Module):
+    """A library classifier without its classifier layer: N×3×S×S → N×D (``feature_dim``), with block maps
+    where the network is a ResNet of the library (``resnet_class``).
+
+    A ResNet's block maps are the outputs of its four stages ``layer1`` … ``layer4`` (N×C_l×H_l×W_l; for
+    ResNet-50 at S = 224: 256×56×56, 512×28×28, 1024×14×14, 2048×7×7), after the stem (the modules
+    ``resnet_stem``); :meth:`from_last_block` pools the ``layer4`` map to the penultimate features (the
+    subclass's ``_pool(net, last)``).  The subclasses name the library's modules and its pooling; every other
+    architecture raises ``NotImplementedError`` with the text of
+    :func:`~csfbench.network_csf.architectures.block_maps_refusal`, the last line of defence behind the config
+    check of :func:`~csfbench.network_csf.architectures.has_block_maps`."""
+
+    library: str
+    resnet_class: type
+    resnet_stem: tuple[str, ...]
 
     def __init__(self, net: nn.Module, feature_dim: int):
         super().__init__()
         self.net = net
         self.feature_dim = int(feature_dim)
+
+    def _resnet(self) -> nn.Module:
+        if not isinstance(self.net, self.resnet_class):
+            raise NotImplementedError(block_maps_refusal(f"{self.library} {type(self.net).__name__}"))
+        return self.net
+
+    def block_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The outputs of ``layer1`` … ``layer4`` (4 maps, N×C×H×W); the last one is the map
+        :meth:`from_last_block` continues from."""
+        net = self._resnet()
+        for name in self.resnet_stem:
+            x = getattr(net, name)(x)
+        maps = []
+        for name in RESNET_STAGES:
+            x = getattr(net, name)(x)
+            maps.append(x)
+        return maps
+
+    def from_last_block(self, last: torch.Tensor) -> torch.Tensor:
+        """The N×D penultimate features from the ``layer4`` map (N×C×H×W, edited or not): the rest of
+        :meth:`forward`."""
+        return self._pool(self._resnet(), last)
+
+
+class TimmEncoder(_LibraryEncoder):
+    """A timm classifier without its classifier layer: ``forward_head(forward_features(x), pre_logits=True)``,
+    N×3×S×S → N×D (pooling, head norm and dropout included); block maps for timm's ``ResNet`` class (stem
+    ``conv1, bn1, act1, maxpool``; the layer4 map pooled by ``forward_head(·, pre_logits=True)``: global pooling
+    and the head dropout)."""
+
+    library = "timm"
+    resnet_class = TimmResNet
+    resnet_stem = ("conv1", "bn1", "act1", "maxpool")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net.forward_head(self.net.forward_features(x), pre_logits=True)
 
-    def block_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
-        raise NotImplementedError(f"block maps are implemented for VGG-13 and timm ViTs, not {type(self.net).__name__}")
-
-    def from_last_block(self, last: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError(f"block maps are implemented for VGG-13 and timm ViTs, not {type(self.net).__name__}")
+    def _pool(self, net: nn.Module, last: torch.Tensor) -> torch.Tensor:
+        return net.forward_head(last, pre_logits=True)
 
 
-class TorchvisionEncoder(nn.Module):
-    """A torchvision classifier whose final ``nn.Linear`` is an ``nn.Identity``: N×3×S×S → N×D."""
+class TorchvisionEncoder(_LibraryEncoder):
+    """A torchvision classifier whose final ``nn.Linear`` is an ``nn.Identity``: N×3×S×S → N×D; block maps for
+    ``torchvision.models.ResNet`` (ResNet, ResNeXt, Wide ResNet: stem ``conv1, bn1, relu, maxpool``; the layer4
+    map pooled by ``avgpool`` and flattened)."""
 
-    def __init__(self, net: nn.Module, feature_dim: int):
-        super().__init__()
-        self.net = net
-        self.feature_dim = int(feature_dim)
+    library = "torchvision"
+    resnet_class = torchvision.models.ResNet
+    resnet_stem = ("conv1", "bn1", "relu", "maxpool")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
 
-    def block_maps(self, x: torch.Tensor) -> list[torch.Tensor]:
-        raise NotImplementedError(f"block maps are implemented for VGG-13 and timm ViTs, not {type(self.net).__name__}")
-
-    def from_last_block(self, last: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError(f"block maps are implemented for VGG-13 and timm ViTs, not {type(self.net).__name__}")
+    def _pool(self, net: nn.Module, last: torch.Tensor) -> torch.Tensor:
+        return torch.flatten(net.avgpool(last), 1)
 
 
 def split_network(net: nn.Module, library: str) -> tuple[nn.Module, nn.Linear]:
@@ -215,9 +263,11 @@ def split_network(net: nn.Module, library: str) -> tuple[nn.Module, nn.Linear]:
 
     timm: the layer ``get_classifier()`` returns, the encoder is ``forward_head(forward_features(x),
     pre_logits=True)`` (a timm ``VisionTransformer`` becomes :class:`~csfbench.models.vit.ViTEncoder`, which
-    also exposes its block maps).  torchvision: ``fc`` (ResNet, ResNeXt, WideResNet, RegNet), ``classifier``
-    (DenseNet), ``classifier[-1]`` (ConvNeXt, EfficientNet, MobileNet, VGG), ``heads.head`` (ViT), ``head``
-    (Swin).  A classifier that is not one ``nn.Linear`` raises ``ValueError``.
+    also exposes its block maps; a timm ``ResNet`` has them in :class:`TimmEncoder`).  torchvision: ``fc``
+    (ResNet, ResNeXt, WideResNet, RegNet), ``classifier`` (DenseNet), ``classifier[-1]`` (ConvNeXt,
+    EfficientNet, MobileNet, VGG), ``heads.head`` (ViT), ``head`` (Swin); a ``torchvision.models.ResNet`` has
+    block maps in :class:`TorchvisionEncoder`.  A classifier that is not one ``nn.Linear`` raises
+    ``ValueError``.
     """
     _check_library(library)
     if library == "timm":

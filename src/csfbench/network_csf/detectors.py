@@ -19,6 +19,11 @@ return confidences: higher = more in-distribution.
 * **RankFeat** (Song, Sebe & Wang, NeurIPS 2022, arXiv 2209.08590, §3): the rank-1 term ``s₁u₁v₁ᵀ`` of
   the last block's C×S feature map removed (exact SVD, or power iteration), the rest of the forward pass
   run on the edited map, the energy score ``LSE(z)``.
+
+GRAM and RankFeat read the model's block maps (:meth:`~csfbench.models.network.Classifier.block_maps`: VGG-13's
+conv stacks, a ResNet's ``layer1`` … ``layer4``, a ViT's transformer blocks; the last one is RankFeat's map);
+ODIN-IP reads only the class logits and their input gradient, so it runs on any architecture
+(:mod:`csfbench.network_csf.architectures` says which have block maps).
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from torch.nn import functional as F
 
 from csfbench.metrics import augrc
 from csfbench.models.network import Classifier
+from csfbench.network_csf.architectures import BLOCK_MAP_DETECTORS
 
 log = logging.getLogger(__name__)
 
@@ -364,17 +370,22 @@ def score(model: Classifier, batches: Batches, fitted: NetworkFit, std: Sequence
     """{CSF: (N,) float64 confidences} of every selected network-pass CSF over the batches.
 
     One forward pass per batch serves all three (with a graph when ODIN-IP runs: its backward pass follows);
-    ODIN-IP adds the forward pass of the perturbed batch."""
+    ODIN-IP adds the forward pass of the perturbed batch.  Only GRAM and RankFeat read the block maps: ODIN-IP
+    alone runs on any architecture (:mod:`csfbench.network_csf.architectures`)."""
     methods = fitted.settings.methods
     parts: dict[str, list[np.ndarray]] = {name: [] for name in NAMES if name in methods}
     odin_on = "ODIN-IP" in parts
+    maps_on = any(name in parts for name in BLOCK_MAP_DETECTORS)
     for x in batches():
         with torch.set_grad_enabled(odin_on):
             x = x.detach().requires_grad_(odin_on)
-            maps = model.block_maps(x)
-            logits = model.logits_from_last_block(maps[-1]).float()
+            if maps_on:
+                maps = model.block_maps(x)
+                logits = model.logits_from_last_block(maps[-1]).float()
+            else:  # ODIN-IP alone: the logits of any architecture, no block maps
+                logits = model.class_logits(x).float()
         with torch.no_grad():
-            maps = [m.detach() for m in maps]
+            maps = [m.detach() for m in maps] if maps_on else []
             if "GRAM" in parts:
                 dev = gram_layer_deviations(maps, logits.detach().argmax(1), fitted.gram)
                 parts["GRAM"].append(gram_confidence(dev, fitted.gram.norms).cpu().numpy())

@@ -5,8 +5,9 @@ The schema is the one place that holds a setting's default: every optional key t
 ``config[section][key]`` and never supplies a fallback of its own.  Cross-references the schema cannot
 express (a source's dataset must be in the catalogue and have a labelled train split, a CSF name must exist, a
 drawn CSF must be scored, an analysis pair must name sets that a source evaluates in those roles, a ViT's timm
-architecture must build, a calibration set must fit its split, a resource key must be a rule) are checked here
-too, with errors that name the key path, what was expected and what was found.
+architecture must build, GRAM and RankFeat need library backbones with block maps, a calibration set must fit its
+split, a resource key must be a rule) are checked here too, with errors that name the key path, what was expected
+and what was found.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from csfbench.workflow.grid import stage_enabled
 from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.merge import deep_merge
 from csfbench.metrics.conformal import ASYMPTOTIC_METHODS, MIN_N_ASYMPTOTIC
+from csfbench.network_csf.architectures import BLOCK_MAP_DETECTORS, block_maps_refusal, has_block_maps
 
 #: libyaml's safe loader where PyYAML was built with it, for the schema (several times faster than the
 #: pure-Python loader, whose error messages the users' config files get)
@@ -181,6 +183,7 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     _check_source_training(config, origin)
     _check_augment(config["training"], "training", origin)
     _check_references(config, origin)
+    _check_network_architectures(config, origin)
     _check_conformal(config, origin)
     _check_split_sizes(config, origin)
     grid = Jobs(config)
@@ -383,6 +386,27 @@ def _check_ood_validation(config: dict, origin: str) -> None:
                 raise ConfigError(f"csf/tuning/ood_validation/{source}", "the OOD validation set of source "
                                   f"{source!r} (a dataset of {sorted(datasets)}): the grid protocol tunes on it", None,
                                   origin)
+
+
+def _check_network_architectures(config: dict, origin: str) -> None:
+    """GRAM and RankFeat in ``network_csf/methods`` read every model's block maps: each library backbone must be
+    an architecture that has them (:func:`csfbench.network_csf.architectures.has_block_maps`, a name lookup
+    without torch).  The error names the detectors, the backbone, its library and architecture, and how to
+    turn them off; ODIN-IP runs on any architecture."""
+    methods = config["network_csf"]["methods"]
+    needed = [name for name in BLOCK_MAP_DETECTORS if name in methods]
+    if not needed:
+        return
+    for backbone, bcfg in config["backbones"].items():
+        if "library" in bcfg and not has_block_maps(bcfg["library"], bcfg["arch"]["name"]):
+            model = f"backbone '{backbone}' ({bcfg['library']} {bcfg['arch']['name']})"
+            keep = [name for name in methods if name not in BLOCK_MAP_DETECTORS]
+            refusal = block_maps_refusal(model, needed, keep)
+            conformal = config["conformal"]
+            if "GRAM" in needed and conformal["enabled"] and "gram" in conformal["prediction_sets"]["scores"]:
+                refusal += " (without GRAM, also drop 'gram' from conformal.prediction_sets.scores: it uses GRAM's fit)"
+            raise ConfigError("network_csf/methods", f"network-pass detectors every backbone can run: {refusal}",
+                              methods, origin)
 
 
 def _check_conformal(config: dict, origin: str) -> None:

@@ -76,10 +76,41 @@ def test_timm_vit_becomes_the_vit_encoder_with_block_maps():
         torch.testing.assert_close(model.logits_from_last_block(maps[-1]), model.class_logits(x))
 
 
-def test_other_encoders_say_block_maps_are_not_implemented():
-    model = build_classifier("torchvision", "resnet18", 3, seed=0)
-    with pytest.raises(NotImplementedError, match="ResNet"):
-        model.block_maps(_x(1))
+# (library, arch): the ResNets of both libraries, timm's deep-stem and selective-kernel variants among them
+RESNETS = [("torchvision", "resnet18"), ("timm", "resnet18"), ("timm", "resnet18d"), ("timm", "skresnet18")]
+
+
+@pytest.mark.parametrize("lib,arch", RESNETS, ids=[f"{lib}-{arch}" for lib, arch in RESNETS])
+def test_resnet_block_maps_are_the_four_stages_and_continue_to_the_logits(lib, arch):
+    net = create_network(lib, arch, num_classes=5, seed=3)
+    x = _x(2, size=64)
+    expected = _logits(net, x)
+    encoder, head = split_network(net, lib)
+    with torch.no_grad():
+        maps = encoder.eval().block_maps(x)
+        # 64 px: the stem halves twice (16×16), layer2..layer4 halve once each
+        assert [tuple(m.shape) for m in maps] == [(2, 64, 16, 16), (2, 128, 8, 8), (2, 256, 4, 4), (2, 512, 2, 2)]
+        stages = [getattr(net, name) for name in ("layer1", "layer2", "layer3", "layer4")]
+        torch.testing.assert_close(maps[1], stages[1](maps[0]), rtol=0, atol=0)
+        torch.testing.assert_close(encoder.from_last_block(maps[-1]), encoder(x), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(head(encoder.from_last_block(maps[-1])), expected, rtol=1e-6, atol=1e-6)
+    model = build_classifier(lib, arch, 5, seed=3).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model.logits_from_last_block(model.block_maps(x)[-1]), model.class_logits(x),
+                                   rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("lib,arch,name", [("torchvision", "densenet121", "DenseNet"),
+                                           ("torchvision", "convnext_tiny", "ConvNeXt"),
+                                           ("timm", "convnext_atto", "ConvNeXt")])
+def test_other_encoders_refuse_block_maps_with_the_config_errors_text(lib, arch, name):
+    model = build_classifier(lib, arch, 3, seed=0)
+    for call in (lambda: model.block_maps(_x(1)), lambda: model.logits_from_last_block(torch.zeros(1, 8, 2, 2))):
+        with pytest.raises(NotImplementedError) as err:
+            call()
+        assert str(err.value).startswith(f"GRAM and RankFeat read the network's block maps, and {lib} {name} has "
+                                         "none (csfbench has them for the ResNets of torchvision")
+        assert "network_csf.methods: [ODIN-IP]" in str(err.value) and "network_csf.methods: []" in str(err.value)
 
 
 def test_torchvision_vit_head_is_heads_head():
@@ -238,3 +269,43 @@ def test_loader_with_torchvision_preprocessing_equals_the_weights_transforms(wei
     tf = torchvision.models.get_model_weights("resnet50")[weights_name].transforms()
     ref = torch.stack([tf(Image.fromarray(im)) for im in imgs])
     torch.testing.assert_close(ours, ref, rtol=0, atol=1e-5)
+
+
+def _docs_block(section: str, language: str) -> str:
+    """The first ``language`` code block under the heading ``section`` of docs/pretrained.md."""
+    from tests.helpers.repo import REPO
+
+    text = (REPO / "docs" / "pretrained.md").read_text(encoding="utf-8").split(f"\n{section}\n", 1)[1]
+    return text.split(f"```{language}\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_the_docs_weights_snippet_saves_files_csfbench_loads(tmp_path):
+    """docs/pretrained.md "Saving weights here": its Python runs in a fresh interpreter (the shim before the
+    first torchvision import), its backbones validate in the demo config and load the files it wrote."""
+    import copy
+    import subprocess
+    import sys
+
+    import yaml
+    from safetensors.torch import load_file
+
+    from csfbench.workflow.settings import validate_config
+    from tests.helpers.demo_config import demo_config
+
+    subprocess.run([sys.executable, "-c", _docs_block("### Saving weights here", "python")], cwd=tmp_path,
+                   check=True, capture_output=True, text=True)
+    backbones = yaml.safe_load(_docs_block("### Saving weights here", "yaml"))["backbones"]
+    config = demo_config(None)
+    for name, backbone in backbones.items():
+        config["backbones"][name] = {**copy.deepcopy(backbone), "sources": ["demo10"]}
+        config["sources"]["demo10"]["image_size"][name] = 32
+    validate_config(config, "docs snippet")
+    x = _x(2)
+    for backbone in backbones.values():
+        lib, arch, path = backbone["library"], backbone["arch"]["name"], tmp_path / backbone["weights"]["file"]
+        reference = (torchvision.models.get_model(arch, num_classes=10) if lib == "torchvision"
+                     else timm.create_model(arch, num_classes=10))
+        reference.load_state_dict(torch.load(path, weights_only=True) if path.suffix == ".pth" else load_file(path))
+        model = build_classifier(lib, arch, 10, weights=path).eval()
+        with torch.no_grad():
+            assert torch.equal(model.class_logits(x), _logits(reference, x))
