@@ -32,9 +32,10 @@ rule clique_layer_table:
     input:
         rankings=G.ranking_files("json"),
     output:
-        csv=report(paths.table("clique_layers.csv"), caption="../report/table_clique_layers.rst",
-                   category="Tables"),
+        csv=paths.table("clique_layers.csv"),
         tex=paths.table("clique_layers.tex"),
+        view=report(paths.table_view(paths.table("clique_layers.csv")), caption="../report/table_clique_layers.rst",
+                    category="Tables"),
     log:
         paths.log("figures", "clique_layers"),
     benchmark:
@@ -53,8 +54,10 @@ rule best_metric_table:
     input:
         table=paths.results_table(),
     output:
-        csv=report(paths.table("table2_best.csv"), caption="../report/table_best.rst", category="Tables"),
+        csv=paths.table("table2_best.csv"),
         tex=paths.table("table2_best.tex"),
+        view=report(paths.table_view(paths.table("table2_best.csv")), caption="../report/table_best.rst",
+                    category="Tables"),
     params:
         metric=G.setting("figures/table_metric"),
         ranking=G.setting("ranking"),
@@ -76,12 +79,14 @@ rule selected_configuration_tables:
     input:
         selection=paths.selected_configurations(),
     output:
-        dropout_csv=report(paths.table("table8_selected_dropout.csv"),
-                           caption="../report/table_selected_dropout.rst", category="Tables"),
+        dropout_csv=paths.table("table8_selected_dropout.csv"),
         dropout_tex=paths.table("table8_selected_dropout.tex"),
-        reward_csv=report(paths.table("table10_selected_reward.csv"),
-                          caption="../report/table_selected_reward.rst", category="Tables"),
+        dropout_view=report(paths.table_view(paths.table("table8_selected_dropout.csv")),
+                            caption="../report/table_selected_dropout.rst", category="Tables"),
+        reward_csv=paths.table("table10_selected_reward.csv"),
         reward_tex=paths.table("table10_selected_reward.tex"),
+        reward_view=report(paths.table_view(paths.table("table10_selected_reward.csv")),
+                           caption="../report/table_selected_reward.rst", category="Tables"),
     params:
         metric=G.setting("figures/table_metric"),
     log:

@@ -31,9 +31,10 @@ rule nc_table:
     input:
         records=jobwise(G.nc_record_files),
     output:
-        csv=report(paths.nc_table(ext="csv"), caption="../report/nc_table.rst", category="Tables",
-                   subcategory="Neural collapse", labels={"source": "{source}"}),
+        csv=paths.nc_table(ext="csv"),
         tex=paths.nc_table(ext="tex"),
+        view=report(paths.table_view(paths.nc_table(ext="csv")), caption="../report/nc_table.rst", category="Tables",
+                    subcategory="Neural collapse", labels={"source": "{source}"}),
     log:
         paths.log("geometry", "nc_table_{source}"),
     benchmark:

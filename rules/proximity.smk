@@ -33,9 +33,10 @@ rule proximity_regimes:
     input:
         embeddings=paths.proximity_embeddings(),
     output:
-        csv=report(paths.proximity_table(ext="csv"), caption="../report/proximity_table.rst", category="Tables",
-                   subcategory="Near/mid/far distances", labels={"source": "{source}"}),
+        csv=paths.proximity_table(ext="csv"),
         tex=paths.proximity_table(ext="tex"),
+        view=report(paths.table_view(paths.proximity_table(ext="csv")), caption="../report/proximity_table.rst",
+                    category="Tables", subcategory="Near/mid/far distances", labels={"source": "{source}"}),
         regimes=paths.proximity_regimes(),
     params:
         static=jobwise(G.static_regimes),

@@ -9,13 +9,17 @@
   variant;
 - :func:`clique_layer_table`: Table 6 analogue, the greedy clique layers of every ranked analysis.
 
-LaTeX is written with pandas' ``to_latex`` (it needs jinja2, a pinned dependency).
+:func:`write_table` writes every table of the workflow: CSV, LaTeX (pandas' ``to_latex``; it needs jinja2,
+a pinned dependency) and the report's view of it, a self-contained HTML page (:func:`html_view`).
 """
 from __future__ import annotations
 
+import base64
+import html
 import json
+import numbers
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import pandas as pd
 
@@ -105,13 +109,127 @@ def latex_escape(text: str) -> str:
     return "".join(special.get(ch, ch) for ch in text)
 
 
-def write_table(frame: pd.DataFrame, csv_path: str | Path, tex_path: str | Path, caption: str,
-                float_format: str = "%.3f") -> None:
-    """Write ``frame`` as CSV and as a LaTeX ``table`` (booktabs rules), both atomically."""
+#: the line a table's view shows instead of the table when the table has no rows and its writer gives no reason
+EMPTY_REASON = "Nothing in this run fills this table."
+
+# the view's style: compact font, a scrolling box with the header row kept in sight, numbers right-aligned
+_STYLE = """
+body { font: 13px/1.35 system-ui, sans-serif; margin: 0.6em; color: #222; }
+h1 { font-size: 15px; font-weight: 600; margin: 0 0 0.3em; }
+p { margin: 0.3em 0; }
+.box { overflow: auto; max-height: calc(100vh - 7em); border: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 12px; }
+th, td { padding: 2px 6px; border-bottom: 1px solid #e4e4e4; white-space: nowrap; text-align: left; }
+th { position: sticky; top: 0; background: #f0f0f0; cursor: pointer; user-select: none; }
+th[aria-sort=ascending]::after { content: " \\25B2"; }
+th[aria-sort=descending]::after { content: " \\25BC"; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tbody tr:hover { background: #f6f8ff; }
+"""
+
+# a click on a header sorts the rows by that column, a second click reverses; a cell's key is its data-sort
+# value (a number at full precision) or its text, compared as numbers where both are numeric
+_SORT_SCRIPT = """
+document.querySelectorAll("table.sortable th").forEach((th, column) => th.addEventListener("click", () => {
+  const body = th.closest("table").tBodies[0];
+  const direction = th.getAttribute("aria-sort") === "ascending" ? -1 : 1;
+  th.parentNode.querySelectorAll("th").forEach((other) => other.removeAttribute("aria-sort"));
+  th.setAttribute("aria-sort", direction > 0 ? "ascending" : "descending");
+  const key = (row) => {
+    const cell = row.cells[column], text = cell.dataset.sort ?? cell.textContent.trim();
+    return text !== "" && !isNaN(Number(text)) ? Number(text) : text;
+  };
+  const compare = (a, b) => typeof a !== typeof b ? (typeof a === "number" ? -1 : 1)
+    : typeof a === "number" ? (a > b) - (a < b) : a.localeCompare(b, undefined, {numeric: true});
+  const rows = [...body.rows].map((row) => [key(row), row]);
+  rows.sort((a, b) => direction * compare(a[0], b[0]));
+  body.append(...rows.map((pair) => pair[1]));
+}));
+"""
+
+
+class Download(NamedTuple):
+    """A file offered by a table's view as a ``data:`` link: its link text, file name, MIME type and bytes."""
+    label: str
+    name: str
+    mime: str
+    data: bytes
+
+    def link(self) -> str:
+        """The ``<a download>`` element whose ``data:`` URI holds the file's bytes (base64)."""
+        uri = f"data:{self.mime};charset=utf-8;base64,{base64.b64encode(self.data).decode('ascii')}"
+        return f'<a download="{html.escape(self.name)}" href="{uri}">{html.escape(self.label)}</a>'
+
+
+def _label(column: Any) -> str:
+    """A header's text: a MultiIndex column's non-empty levels joined by `` / ``."""
+    parts = column if isinstance(column, tuple) else (column,)
+    return " / ".join(str(p) for p in parts if p is not None and str(p) != "")
+
+
+def _cell(value: Any, float_format: str) -> str:
+    """One ``<td>``, escaped: missing values as ``-`` (as in the LaTeX), floats with ``float_format``; a number
+    (not a bool) is right-aligned and carries its full-precision value in ``data-sort`` for the sort."""
+    if pd.api.types.is_scalar(value) and pd.isna(value):
+        return "<td>-</td>"
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if isinstance(value, numbers.Integral):
+            text = key = str(int(value))
+        else:
+            text, key = float_format % float(value), json.dumps(float(value))  # JSON spells ±inf as JS does
+        return f'<td class="num" data-sort="{key}">{html.escape(text)}</td>'
+    return f"<td>{html.escape(str(value))}</td>"
+
+
+def _html_table(frame: pd.DataFrame, index: bool, float_format: str) -> str:
+    """``frame`` as a sortable ``<table>``: one header row (the index levels first where ``index``), every
+    cell escaped."""
+    names = [_label(n) for n in frame.index.names] if index else []
+    header = "".join(f"<th>{html.escape(name)}</th>" for name in names + [_label(c) for c in frame.columns])
+    rows = []
+    for row in frame.itertuples(index=index, name=None):
+        cells = (*row[0], *row[1:]) if index and isinstance(row[0], tuple) else row
+        rows.append("<tr>" + "".join(_cell(v, float_format) for v in cells) + "</tr>\n")
+    return (f'<div class="box"><table class="sortable"><thead><tr>{header}</tr></thead>\n'
+            f'<tbody>\n{"".join(rows)}</tbody></table></div>')
+
+
+def html_view(frame: pd.DataFrame, caption: str, downloads: Iterable[Download], index: bool = False,
+              float_format: str = "%.3f", empty_reason: str = EMPTY_REASON) -> str:
+    """The report's page of a table: ``caption`` as the heading, the size and the ``downloads`` links, then
+    ``frame`` as a table sortable by a click on a column header (:func:`_html_table`), or, when ``frame``
+    has no rows, the one line ``empty_reason`` instead.  Self-contained: inline style and script, nothing
+    fetched."""
+    links = " ".join(d.link() for d in downloads)
+    if len(frame):
+        size = f"{len(frame)} rows × {frame.shape[1] + (frame.index.nlevels if index else 0)} columns"
+        body = f"<p>{size}; click a column header to sort. Download: {links}</p>\n" + \
+            _html_table(frame, index, float_format)
+    else:
+        body = f'<p class="empty">{html.escape(empty_reason)}</p>\n<p>Download: {links}</p>'
+    title = html.escape(caption)
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8"><title>{title}</title>'
+            f"<style>{_STYLE}</style></head>\n<body>\n<h1>{title}</h1>\n{body}\n"
+            f"<script>{_SORT_SCRIPT}</script>\n</body>\n</html>\n")
+
+
+def _write_text(path: str | Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_table(frame: pd.DataFrame, csv_path: str | Path, tex_path: str | Path, html_path: str | Path,
+                caption: str, float_format: str = "%.3f", empty_reason: str = EMPTY_REASON) -> None:
+    """Write ``frame`` as CSV, as a LaTeX ``table`` (booktabs rules) and as the report's view of it
+    (:func:`html_view`, offering both files for download), each atomically.  The index is written unless it
+    is a plain range.  ``empty_reason``: the line the view shows when ``frame`` has no rows, saying why
+    (the caller knows, e.g. no such models in the run)."""
     index = not isinstance(frame.index, pd.RangeIndex)
-    with atomic_path(csv_path) as tmp:
-        frame.to_csv(tmp, index=index, float_format="%.6g")
+    csv = frame.to_csv(index=index, float_format="%.6g")
     latex = frame.to_latex(index=index, na_rep="-", float_format=lambda v: float_format % v, caption=latex_escape(caption),
                            escape=True, multicolumn=True, multicolumn_format="c")
-    with atomic_path(tex_path) as tmp:
-        tmp.write_text(latex)
+    downloads = [Download("CSV", Path(csv_path).name, "text/csv", csv.encode("utf-8")),
+                 Download("LaTeX", Path(tex_path).name, "application/x-tex", latex.encode("utf-8"))]
+    _write_text(csv_path, csv)
+    _write_text(tex_path, latex)
+    _write_text(html_path, html_view(frame, caption, downloads, index, float_format, empty_reason))

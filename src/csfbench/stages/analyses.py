@@ -41,7 +41,7 @@ from csfbench.workflow.ids import ModelId
 from csfbench.proximity.stratification import read_embeddings, write_embeddings
 from csfbench.report import analyses as report
 from csfbench.report.figures import conover_matrix, plot_conover_heatmap, save_figure
-from csfbench.report.tables import write_table
+from csfbench.stages.report_tables import write_report_table
 from csfbench.specs import DatasetSpec, EvalSet
 from csfbench.stats import StatsInputError, rank_table
 from csfbench.workflow.sections import AnalysisPair, Analyses
@@ -59,6 +59,12 @@ PAIR_AUROC = {"correct_vs_ood": "a_co", "incorrect_vs_ood": "a_io", "newclass": 
 #: the scheme of the false-rejection rows (a statistic of the pair's correct_vs_ood set: csfbench.analysis.frr)
 FRR_SCHEME = "frr_at_q"
 PAIR_SCHEMES = (*PAIR_AUROC, FRR_SCHEME)
+
+
+#: why a table of the trained models, or of their MSP / Max-Logit comparison, has no rows
+NO_TRAINED_MODEL = "No model of this source is a trained network (every one is randomly initialised)."
+NO_RANK_PAIR = ("No trained model of this source has both MSP (MSR) and Max-Logit (MLS) scores, a semantic set "
+                "and (for the gallery) the images of its sets.")
 
 
 def _concat(frames: list[pd.DataFrame], columns: list[str] | None = None) -> pd.DataFrame:
@@ -295,8 +301,8 @@ def write_category_tables(long_files: list[str | Path], outputs: dict) -> None:
     for view in ("averaged", "pooled"):
         table = iconic_table(rows, aggregation=view)
         table.columns = [" ".join(map(str, c)) for c in table.columns]
-        write_table(table, outputs[view], Path(outputs[view]).with_suffix(".tex"),
-                    f"Per OOD category: mean and deviation over sources, architectures and runs ({view} sub-datasets)")
+        write_report_table(table, outputs[view], "Per OOD category: mean and deviation over sources, architectures and "
+                     f"runs ({view} sub-datasets)", empty_reason="No source has a semantic or covariate set.")
     save_figure(report.plot_categories(iconic_summary(rows)), outputs["png"], outputs["pdf"])
 
 
@@ -378,10 +384,10 @@ def pair_rankings(table: pd.DataFrame, alpha: float, source: str) -> dict:
 def write_analyses(source: str, scores_files: list[str | Path], metrics_files: list[str | Path], settings: Analyses,
                    alpha: float, outputs: dict, embeddings_files: list[str | Path] | None = None,
                    images: dict[str, ImageSet] | None = None) -> None:
-    """Job: every analysis of one source into its tables (CSV + LaTeX), the pair rankings (JSON) and a figure
-    per analysis, and the pairs' metric rows (:func:`pair_metric_rows`, parquet ``pair_metrics``) for the
-    results table.  ``metrics_files``: the metric rows of the scores files, in their order (the tuning
-    protocols are copied).  ``outputs``: decomposition, pair_grid, conditional, frr, random_check, distance,
+    """Job: every analysis of one source into its tables (CSV, LaTeX and report view: :func:`~csfbench.stages.report_tables.write_report_table`), the
+    pair rankings (JSON) and a figure per analysis, and the pairs' metric rows (:func:`pair_metric_rows`, parquet
+    ``pair_metrics``) for the results table.  ``metrics_files``: the metric rows of the scores files, in their
+    order (the tuning protocols are copied).  ``outputs``: decomposition, pair_grid, conditional, frr, random_check, distance,
     distance_overlap, ranks, gallery, categories, rankings_table (CSV paths), rankings (JSON) and the figures'
     PNG/PDF pairs png/pdf (pair grid and random check), decomposition_*, conditional_*, frr_*, rankings_*,
     distance_*, scores_*, gallery_*; ``embeddings_files``: the source's encoder embeddings, the proximity
@@ -420,47 +426,46 @@ def write_analyses(source: str, scores_files: list[str | Path], metrics_files: l
     grid = report.pair_grid(cells[cells["paradigm"] != RANDOM], reference)
     random_check = pd.concat(random_rows, ignore_index=True) if random_rows else report.empty_random_check()
     trained = cells[cells["paradigm"] != RANDOM]
-    write_table(cells.set_index(KEY), outputs["decomposition"], Path(outputs["decomposition"]).with_suffix(".tex"),
-                f"{source}: conditional AUROCs A_co, A_io, A_ci and the new-class / failure AUROCs per model, CSF and pair")
+    write_report_table(cells.set_index(KEY), outputs["decomposition"], f"{source}: conditional AUROCs A_co, A_io, A_ci "
+                 "and the new-class / failure AUROCs per model, CSF and pair")
     save_figure(report.plot_decomposition(trained, source), outputs["decomposition_png"], outputs["decomposition_pdf"])
     conditional = report.conditional_table(trained, reference)
-    write_table(conditional, outputs["conditional"], Path(outputs["conditional"]).with_suffix(".tex"),
-                f"{source}: conditional AUROCs and the change of the new-class AUROC against "
-                f"{reference}, split by ID outcome")
+    write_report_table(conditional, outputs["conditional"], f"{source}: conditional AUROCs and the change of the new-class "
+                 f"AUROC against {reference}, split by ID outcome", empty_reason=NO_TRAINED_MODEL)
     save_figure(report.plot_conditional(conditional, source, reference), outputs["conditional_png"],
                 outputs["conditional_pdf"])
-    write_table(grid, outputs["pair_grid"], Path(outputs["pair_grid"]).with_suffix(".tex"),
-                f"{source}: new-class AUROC per CSF and (ID-role / OOD-role) pair, mean over models, and its change "
-                f"against {reference}")
+    write_report_table(grid, outputs["pair_grid"], f"{source}: new-class AUROC per CSF and (ID-role / OOD-role) pair, mean "
+                 f"over models, and its change against {reference}", empty_reason=NO_TRAINED_MODEL)
     frr_all = _concat(frr, [*FRR_COLUMNS, "model", "paradigm", "semantic_set"])
-    write_table(frr_all, outputs["frr"], Path(outputs["frr"]).with_suffix(".tex"),
-                f"{source}: false rejection of correct samples at the threshold transferred from a semantic set")
+    write_report_table(frr_all, outputs["frr"], f"{source}: false rejection of correct samples at the threshold transferred "
+                 "from a semantic set", empty_reason="No trained model of this source has a semantic set.")
     save_figure(report.plot_frr(frr_all, source), outputs["frr_png"], outputs["frr_pdf"])
-    write_table(random_check, outputs["random_check"], Path(outputs["random_check"]).with_suffix(".tex"),
-                f"{source}: |AUROC - 0.5| of randomly initialised networks per CSF and shifted set")
+    write_report_table(random_check, outputs["random_check"], f"{source}: |AUROC - 0.5| of randomly initialised networks "
+                 "per CSF and shifted set", empty_reason="No model of this source is a randomly initialised network.")
     rankings = pair_rankings(cells, alpha, source)
     write_json(rankings, outputs["rankings"], indent=1)
-    write_table(report.pair_ranking_table(rankings), outputs["rankings_table"],
-                Path(outputs["rankings_table"]).with_suffix(".tex"),
-                f"{source}: CSFs ranked on the new-class AUROC over (model, pair) blocks: mean rank, layer, cliques")
+    write_report_table(report.pair_ranking_table(rankings), outputs["rankings_table"], f"{source}: CSFs ranked on the "
+                 "new-class AUROC over (model, pair) blocks: mean rank, layer, cliques",
+                 empty_reason=f"The ranking was skipped: {rankings.get('reason')}")
     save_figure(plot_conover_heatmap(conover_matrix(rankings), rankings), outputs["rankings_png"],
                 outputs["rankings_pdf"])
     save_figure(report.plot_analyses(grid, random_check, source, reference), outputs["png"],
                 outputs["pdf"])
     bins, fits = _concat(bins), _concat(fits, DISTANCE_COLUMNS)
-    write_table(fits, outputs["distance"], Path(outputs["distance"]).with_suffix(".tex"),
-                f"{source}: AUROC against the distance to the ID test split, OLS per model, CSF and shifted set")
+    write_report_table(fits, outputs["distance"], f"{source}: AUROC against the distance to the ID test split, OLS per "
+                 "model, CSF and shifted set", empty_reason="No shifted set that a trained model of this source "
+                 "scores has encoder embeddings (the proximity stage's).")
     with atomic_path(outputs["distance_overlap"]) as tmp:
         distance_overlaps(fits).to_csv(tmp, index=False)
     save_figure(report.plot_distance(bins, fits, source, reference), outputs["distance_png"],
                 outputs["distance_pdf"])
     ranks = _concat(ranks, RANKS_COLUMNS)
-    write_table(ranks, outputs["ranks"], Path(outputs["ranks"]).with_suffix(".tex"),
-                f"{source}: percentile ranks of MSP (MSR) and Max-Logit (MLS) by sample group")
+    write_report_table(ranks, outputs["ranks"], f"{source}: percentile ranks of MSP (MSR) and Max-Logit (MLS) by sample "
+                 "group", empty_reason=NO_RANK_PAIR)
     save_figure(report.plot_score_views(ranks, curves, title), outputs["scores_png"], outputs["scores_pdf"])
     picked = pd.DataFrame(columns=GALLERY_COLUMNS) if picked is None else picked
-    with atomic_path(outputs["gallery"]) as tmp:
-        picked.to_csv(tmp, index=False)
+    write_report_table(picked, outputs["gallery"], f"{source}: rank-gap gallery, the samples that MSP (MSR) ranks highest "
+                 "above Max-Logit (MLS) per set", empty_reason=NO_RANK_PAIR)
     save_figure(report.plot_gallery(picked, thumbnails, source), outputs["gallery_png"], outputs["gallery_pdf"])
     categories = _concat(categories)
     with atomic_path(outputs["categories"]) as tmp:

@@ -144,7 +144,7 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
     two tables (:mod:`csfbench.report.conformal`) for one source.  ``band_files``: {(method, n): band file}
     of rule ``conformal_band`` at the first δ — the figure's band (the first method, n = n_cal) and the
     band-width panel's (every method × ``figure.band_sizes``); no band is recomputed here.  ``outputs``:
-    png, pdf, table1, table2 paths; the tables are written as CSV with LaTeX twins beside them."""
+    png, pdf, table1, table2 paths; the tables are written as CSV with LaTeX twins and report views beside them."""
     # imported here, not at the top: matplotlib and the ranking statistics would cost each of the stage's
     # metric and prediction-set jobs, which draw nothing, ~1.3 s of start-up
     import pandas as pd
@@ -155,6 +155,7 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
     from csfbench.csf.projection import parse_variant
     from csfbench.report.figures import save_figure
     from csfbench.report.tables import write_table
+    from csfbench.workflow.paths import table_view
 
     method, delta = settings.methods[0], settings.delta[0]
     calibration, figure = settings.calibration, settings.figure
@@ -164,13 +165,14 @@ def conformal_report(results_table: str | Path, prediction_set_files: list[str |
         raise ValueError(f"conformal report of {source}: no band file for (method, n) {missing}")
     bands = {key: read_band(band_files[key], key[1]) for key in keys}
     results = pd.read_parquet(results_table)
-    write_table(report.conformal_table(results, source, method, delta), outputs["table1"],
-                Path(outputs["table1"]).with_suffix(".tex"),
-                f"{source}: classical vs conformal AUROC and FPR@TPR95 ({method}, delta = {delta:g}), mean over models")
-    write_table(report.prediction_set_table([pd.read_parquet(p) for p in prediction_set_files]), outputs["table2"],
-                Path(outputs["table2"]).with_suffix(".tex"), f"{source}: conformal prediction sets, mean set size "
-                "(with its standard deviation over the uniform draws for APS and RAPS) and coverage per conformity "
-                "score, alpha and method, mean over models")
+    table1, table2 = outputs["table1"], outputs["table2"]
+    write_table(report.conformal_table(results, source, method, delta), table1, Path(table1).with_suffix(".tex"),
+                table_view(table1), f"{source}: classical vs conformal AUROC and FPR@TPR95 ({method}, "
+                f"delta = {delta:g}), mean over models")
+    write_table(report.prediction_set_table([pd.read_parquet(p) for p in prediction_set_files]), table2,
+                Path(table2).with_suffix(".tex"), table_view(table2), f"{source}: conformal prediction sets, mean "
+                "set size (with its standard deviation over the uniform draws for APS and RAPS) and coverage per "
+                "conformity score, alpha and method, mean over models")
     csf, variant = parse_variant(figure.csf)
     sets = scores_sets(scores_file)
     shifted = sorted(sets, key=lambda s: (sets[s]["shift_type"] != "semantic", s))

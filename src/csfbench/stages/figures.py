@@ -15,6 +15,7 @@ from csfbench.report.figures import (conover_matrix, plot_conover_heatmap, plot_
                                      rc_curves, save_figure, top_clique_membership)
 from csfbench.report.tables import (DISPLAY_SCALE, best_metric_table, clique_layer_table, read_results,
                                     selected_configuration_table, write_table)
+from csfbench.workflow.paths import table_view
 
 
 def write_top_clique_map(json_paths: Iterable[str | Path], sources: Sequence[str], backbone: str, group: str,
@@ -55,8 +56,8 @@ def write_best_metric_table(results_table: str | Path, metric: str, ranking: dic
     """Job: Table 2 analogue from ``results.parquet``."""
     frame = best_metric_table(pd.read_parquet(results_table), metric, ranking)
     scale = " (x1000)" if metric in DISPLAY_SCALE else ""
-    write_table(frame, csv_path, tex_path, f"Best {metric.upper()}{scale} per evaluation set among the "
-                "validation-selected configurations, without and with MC dropout, and the CSF variant and "
+    write_table(frame, csv_path, tex_path, table_view(csv_path), f"Best {metric.upper()}{scale} per evaluation set "
+                "among the validation-selected configurations, without and with MC dropout, and the CSF variant and "
                 "paradigm achieving it.")
     return frame
 
@@ -66,14 +67,17 @@ def write_selected_configuration_tables(selection_csv: str | Path, metric: str, 
     """Job: Table 8 (selected dropout) and Table 10 (selected DG reward) analogues."""
     selection = pd.read_csv(selection_csv)
     write_table(selected_configuration_table(selection, "dropout", metric), dropout_csv, dropout_tex,
+                table_view(dropout_csv),
                 f"Selected dropout flag (1 = the dropout model won on validation {metric.upper()}) per CSF variant.")
     reward = (selected_configuration_table(selection, "reward", metric, ["dg"]) if (selection["paradigm"] == "dg").any()
-              else pd.DataFrame({"note": ["no Deep Gamblers models in this configuration"]}))
-    write_table(reward, reward_csv, reward_tex,
-                f"Selected Deep Gamblers reward per CSF variant (validation {metric.upper()}).")
+              else pd.DataFrame(columns=["backbone", "source", "csf"]))
+    write_table(reward, reward_csv, reward_tex, table_view(reward_csv),
+                f"Selected Deep Gamblers reward per CSF variant (validation {metric.upper()}).",
+                empty_reason="No Deep Gamblers models in this run.")
 
 def write_clique_layer_table(json_paths: Iterable[str | Path], csv_path: str | Path, tex_path: str | Path) -> None:
     """Job: Table 6 analogue over every ranked analysis."""
-    write_table(clique_layer_table(read_results(json_paths)), csv_path, tex_path,
+    write_table(clique_layer_table(read_results(json_paths)), csv_path, tex_path, table_view(csv_path),
                 "Greedy layers of maximal cliques (Friedman, Conover post-hoc) per analysis; layer 1 is the "
-                "top clique.")
+                "top clique.", empty_reason="No analysis was ranked: every one was skipped (the rankings' summary "
+                "gives the reasons).")

@@ -10,6 +10,7 @@ from csfbench.atomic import atomic_path
 from csfbench.geometry.nc_records import model_nc_records, nc_table, read_records
 from csfbench.report.tables import write_table
 from csfbench.specs import ModelSpec
+from csfbench.workflow.paths import table_view
 
 
 def write_model_nc(spec: ModelSpec, train_h5: str | Path, fit_files: Mapping[str, str | Path], out_csv: str | Path,
@@ -23,12 +24,12 @@ def write_model_nc(spec: ModelSpec, train_h5: str | Path, fit_files: Mapping[str
 
 def write_nc_table(record_files: list[str | Path], out_csv: str | Path, out_tex: str | Path,
                    source: str) -> pd.DataFrame:
-    """Aggregate the NC records of one source into its table (CSV, and LaTeX with 4 decimals)."""
+    """Aggregate the NC records of one source into its table (CSV, LaTeX with 4 decimals and the report's view)."""
     records = read_records(record_files)
     sources = sorted(set(records["source"]))
     if sources != [source]:
         raise ValueError(f"NC records of source(s) {sources} given for the table of {source!r}")
     table = nc_table(records)
-    write_table(table, out_csv, out_tex, f"Neural-collapse metrics of the training features ({source}); "
-                "lower = more collapse.", float_format="%.4f")
+    write_table(table, out_csv, out_tex, table_view(out_csv), f"Neural-collapse metrics of the training features "
+                f"({source}); lower = more collapse.", float_format="%.4f")
     return table

@@ -17,8 +17,10 @@ from csfbench.models import load_checkpoint
 from csfbench.projnorm.baselines import agree_score
 from csfbench.projnorm.finetune import finetune, initial_model, parameter_distance, predict, trained_parameters
 from csfbench.projnorm.study import model_rows
+from csfbench.report.tables import write_table
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.training.loop import resolve_device
+from csfbench.workflow.paths import table_view
 from csfbench.workflow.sections import Projnorm
 
 log = logging.getLogger(__name__)
@@ -96,21 +98,31 @@ def projnorm_evaluate(models: list[dict], atc_score: str, out_tables: dict, out_
     """Tables, scatter plot and metric rows of one source's error-prediction study.
 
     ``models`` items: ``{"spec": ModelSpec, "val": h5, "sets": [{"eval_set": EvalSet, "features", "projnorm"}]}``;
-    ``out_tables``: paths for ``per_set``, ``correlations``, ``stress`` and ``stress_mse`` (CSV).
+    ``out_tables``: paths for ``per_set``, ``correlations``, ``stress`` and ``stress_mse`` (CSV); the report's
+    two, ``correlations`` and ``stress``, also get their LaTeX twin and report view beside them.
     """
     # imported here, not at the top: scipy.stats and matplotlib would cost each fine-tune job of the stage
     # ~1 s of start-up
-    from csfbench.projnorm.evaluate import correlations, stress_table
+    from csfbench.projnorm.evaluate import MIN_SETS, correlations, stress_table
     from csfbench.projnorm.plots import scatter_plot
     from csfbench.projnorm.rows import metric_rows
 
     per_set = pd.concat([model_rows(m["spec"], m["val"], m["sets"], atc_score) for m in models], ignore_index=True)
     corr = correlations(per_set)
     stress, mse = stress_table(per_set)
-    for key, frame in (("per_set", per_set), ("correlations", corr), ("stress", stress), ("stress_mse", mse)):
+    for key, frame in (("per_set", per_set), ("stress_mse", mse)):
         with atomic_path(out_tables[key]) as tmp:
             frame.to_csv(tmp, index=False, float_format="%.6g")
     source = models[0]["spec"].source
+    corr_csv, stress_csv = out_tables["correlations"], out_tables["stress"]
+    write_table(corr, corr_csv, Path(corr_csv).with_suffix(".tex"), table_view(corr_csv), f"{source}: how well each "
+                "label-free predictor tracks the test error over the corruption sets, R2 and Spearman correlation per "
+                "model", empty_reason="No model of this source has a corruption (covariate) set.")
+    write_table(stress, stress_csv, Path(stress_csv).with_suffix(".tex"), table_view(stress_csv), f"{source}: "
+                "adversarial stress test, the test error predicted from the corruption sets and the actual one on the "
+                "clean test set and the adversarial sets",
+                empty_reason=f"No model of this source has {MIN_SETS} corruption (covariate) sets to fit the "
+                "predictors on.")
     scatter_plot(per_set, out_figure, f"{source}: predictor vs test error ({len(models)} model(s))")
     groups = {s["eval_set"].name: s["eval_set"].groups for m in models for s in m["sets"]}
     rows = metric_rows({m["spec"].model: m["spec"] for m in models}, per_set, corr, stress, groups)

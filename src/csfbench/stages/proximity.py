@@ -15,6 +15,7 @@ from csfbench.proximity.stratification import (TEST_ROW, distance_rows, read_emb
                                                write_embeddings)
 from csfbench.report.tables import write_table
 from csfbench.specs import DatasetSpec
+from csfbench.workflow.paths import table_view
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def embed_source_sets(source: str, source_dataset: DatasetSpec, val_size: int, o
 def write_stratification(source: str, embeddings_h5: str | Path, static: dict[str, str | None], precedence: str,
                          seed: int, n_subsets: int, subset_size: int, out_csv: str | Path, out_tex: str | Path,
                          out_regimes: str | Path) -> pd.DataFrame:
-    """Distance table (CSV + LaTeX) and regimes file of one source; returns the regimes rows."""
+    """Distance table (CSV, LaTeX and the report's view) and regimes file of one source; returns the regimes rows."""
     sets, labels, text, attrs = read_embeddings(embeddings_h5)
     if labels is None:
         raise ValueError(f"{embeddings_h5}: not an embeddings file of the proximity stage (lacks ['labels'])")
@@ -64,8 +65,9 @@ def write_stratification(source: str, embeddings_h5: str | Path, static: dict[st
         out[column] = regimes.set_index("dataset")[column].reindex(out.index)
     out.loc[out.index == TEST_ROW, "regime"] = TEST_ROW
     note = "" if text is not None else f" Label-text alignment not computed ({attrs['text_alignment']})."
-    write_table(out.reset_index(), out_csv, out_tex, f"Distances of the OOD sets of {source} to its training split "
-                f"in the embedding space of {attrs['encoder']}; lower = closer.{note}", float_format="%.4f")
+    write_table(out.reset_index(), out_csv, out_tex, table_view(out_csv), f"Distances of the OOD sets of {source} "
+                f"to its training split in the embedding space of {attrs['encoder']}; lower = closer.{note}",
+                float_format="%.4f")
     with atomic_path(out_regimes) as tmp:
         regimes.to_csv(tmp, index=False)
     log.info("%s: regimes %s (precedence %s; text alignment %s)", source,

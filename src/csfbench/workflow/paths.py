@@ -7,6 +7,8 @@ layout itself is described in docs/design.md.
 """
 from __future__ import annotations
 
+import os
+
 RESULTS = "results"
 
 # wildcard names: a source (ID training set), a model id, an evaluation set, a catalogue dataset,
@@ -171,6 +173,12 @@ def rankings_dir() -> str:
 
 def ranking_summary() -> str:
     return f"{rankings_dir()}/summary.csv"
+
+
+def table_view(table_csv: str | os.PathLike) -> str:
+    """The report's view of a table (csfbench.report.tables.write_table): an HTML page beside the table's CSV
+    ``table_csv`` (a path or a pattern), of the same name with ``.html`` for its extension."""
+    return os.path.splitext(os.fspath(table_csv))[0] + ".html"
 
 
 def table(name: str) -> str:

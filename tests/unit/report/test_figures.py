@@ -85,7 +85,8 @@ def test_tables_are_written_as_csv_and_parsable_latex(tmp_path):
     selection = select_configurations(synthetic_results())
     for name, frame in {"dropout": selected_configuration_table(selection, "dropout"),
                         "best": best_metric_table(synthetic_results(), "augrc", _ranking())}.items():
-        write_table(frame, tmp_path / f"{name}.csv", tmp_path / f"{name}.tex", "A caption with & and _ {50%}.")
+        write_table(frame, tmp_path / f"{name}.csv", tmp_path / f"{name}.tex", tmp_path / f"{name}.html",
+                    "A caption with & and _ {50%}.")
         rows = _latex_rows((tmp_path / f"{name}.tex").read_text())
         n_columns = frame.shape[1] + (frame.index.nlevels if name == "dropout" else 0)
         assert len(rows) == len(frame) and all(len(r) == n_columns for r in rows)
