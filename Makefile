@@ -21,8 +21,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 setup: $(VENV)/.installed
 	$(BIN)/python -m compileall -q src
 
-# the demo ends with its self-contained HTML report; the last line printed is the report's path
+# the demo ends with its self-contained HTML report; the last line printed is the report's path.  Like `make run`
+# it validates the config first (a YAML error named by file, line and column; the checkout is the demo config's
+# run folder: its .csfbench-run.json names config/config.yaml)
 demo: setup
+	$(BIN)/csfbench validate config/config.yaml --run-dir .
 	$(SNAKEMAKE) --configfile config/config.yaml
 	$(BIN)/csfbench summary --results results
 	$(BIN)/snakemake --configfile config/config.yaml --report results/report.html
@@ -31,7 +34,9 @@ demo: setup
 # A run of your own config in a folder of its own (docs/own-data.md): `make run CONFIG=my.yaml` writes
 # runs/my/results/ (report included; RESULTS= another folder) and never touches the demo's results/;
 # `make report`, `make manifest` and `make verify` with the same CONFIG= (and RESULTS=) follow that run.
-# The demo config keeps the checkout's results/ (RESULTS = .).
+# The demo config keeps the checkout's results/ (RESULTS = .).  Before the DAG, `csfbench validate --run-dir`
+# refuses a RESULTS folder that holds other files and is not this config's run folder, and marks a new one
+# (RESULTS/.csfbench-run.json; docs/reproducibility.md, "Config validation and run folders").
 CONFIG ?= config/config.yaml
 ifeq ($(abspath $(CONFIG)),$(CURDIR)/config/config.yaml)
 RESULTS ?= .
@@ -41,7 +46,7 @@ endif
 RUN_SNAKEMAKE = $(BIN)/snakemake -s $(CURDIR)/Snakefile --directory $(RESULTS) --configfile $(abspath $(CONFIG))
 
 run: setup
-	$(BIN)/csfbench validate $(abspath $(CONFIG))
+	$(BIN)/csfbench validate $(abspath $(CONFIG)) --run-dir $(RESULTS)
 	$(RUN_SNAKEMAKE) --cores $(CORES)
 	$(BIN)/csfbench summary --results $(RESULTS)/results
 	$(RUN_SNAKEMAKE) --report results/report.html

@@ -1,4 +1,6 @@
-# Training: the demo's ViT pretraining and one job per model (all stages of its paradigm).
+# Training: the demo's ViT pretraining, one job per model (all stages of its paradigm) and the record of the
+# pretrained weights files the models load.
+from csfbench.provenance import report_weights
 
 
 if G.enabled("pretrain"):
@@ -48,3 +50,28 @@ rule train:
         gpu=res("train", "gpu"),
     script:
         "../workflow_scripts/train.py"
+
+
+# The sha256 of every pretrained weights file the models load (csfbench.provenance), taken once the models that
+# load them are built: their checkpoints are the inputs, so a model built again records its file again.  The
+# report's run description (report/workflow.rst) shows the record, read here when the Snakefile is parsed:
+# `snakemake --report` after the run finds it.
+config["weights_provenance"] = report_weights(G.config, paths.weights_record())
+
+if G.weights_loaders():
+
+    rule weights_provenance:
+        input:
+            checkpoints=G.weights_loaders(),
+        output:
+            record=paths.weights_record(),
+        log:
+            paths.log("train", "weights_provenance"),
+        benchmark:
+            paths.benchmark("train", "weights_provenance")
+        conda:
+            "../envs/csfbench.yaml"
+        localrule: True
+        threads: 1
+        script:
+            "../workflow_scripts/weights_provenance.py"

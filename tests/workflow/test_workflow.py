@@ -16,6 +16,7 @@ from csfbench.csf.store import read_scores
 from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS
 from csfbench.features.store import validate_feature_file
 from csfbench.metrics import metric_names, metric_spec
+from csfbench.provenance import weights_files
 from csfbench.csf.projection import NETWORK_SCORER
 from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config
@@ -306,6 +307,8 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     # rankings, figures and tables: rank_csfs, clique_layer_table, best_metric_table and
     # selected_configuration_tables and conover_heatmap once, top_clique_map per backbone, rc_curves per source
     total -= 5 + len(config["backbones"]) + len(config["sources"])
+    # the record of the pretrained weights files the models load (weights_provenance: the ViT's), once
+    total -= 1 if weights_files(config) else 0
     # all + index + train + extract + fit + score + aggregate
     assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")

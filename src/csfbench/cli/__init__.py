@@ -8,6 +8,7 @@ from importlib.metadata import metadata
 from pathlib import Path
 
 from csfbench.errors import CsfbenchError
+from csfbench.workflow.run_folder import MARKER as RUN_MARKER
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -38,25 +39,36 @@ def _formats(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from csfbench.workflow import run_folder
     from csfbench.workflow.grid import Grid
     from csfbench.workflow.settings import load_config
 
+    if args.run_dir is not None:  # checked first (it is quick), claimed only for a valid config
+        run_folder.check_run_folder(args.run_dir, args.config, adopt=args.adopt)
     config = load_config(args.config, build_models=True)
     n_models = len(list(Grid(config).iter_models()))
     print(f"{args.config}: valid ({len(config['sources'])} sources, {n_models} models)")
+    if args.run_dir is not None:
+        marker = run_folder.claim_run_folder(args.run_dir, args.config)
+        print(f"{args.run_dir}: the run folder of {args.config} ({marker.name})")
     return 0
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from csfbench.features.consistency import check_predictions
     from csfbench.features.store import read_features, validate_feature_file
 
     attrs = validate_feature_file(args.file)
+    restricted = check_predictions(args.file)
     arrays, _ = read_features(args.file)
     print(f"{args.file}")
     for key in sorted(attrs):
         print(f"  @{key} = {attrs[key]}")
     for key in sorted(arrays):
         print(f"  {key}: {arrays[key].dtype} {arrays[key].shape}")
+    if restricted is not None:
+        print(f"  pred: the argmax over the {len(restricted)} classes it takes, not over all "
+              f"{attrs['n_classes']} (a restricted label space: logit_mask restrict)")
     if "correct" in arrays and attrs.get("shift_type") != "semantic" and len(arrays["correct"]):
         print(f"  accuracy = {arrays['correct'].mean():.4f}")
     return 0
@@ -114,7 +126,7 @@ def _manifest(args: argparse.Namespace) -> int:
     path = Path(args.manifest) if args.manifest else results / "manifest.json"
     report = manifest.verify_manifest(results, path)
     if args.config:
-        for line in manifest.provenance_differences(path, args.config):
+        for line in manifest.provenance_differences(path, args.config, results.parent):
             print(f"provenance differs: {line}")
     print("\n".join(report.lines(results)))
     return 0 if report.ok else 1
@@ -151,8 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("format", nargs="*", help="formats to describe (default: all)")
     p = _command(sub, "validate", _validate, "validate a config file against config/schema.yaml")
     p.add_argument("config", help="the config file (YAML) to check; prints its sources and model count if valid")
+    p.add_argument("--run-dir", metavar="DIR",
+                   help="the run's folder (snakemake --directory DIR, as make run passes it): refuse a DIR that "
+                        f"holds other files and is not this config's run folder (its {RUN_MARKER} names the "
+                        "config); for a valid config, create DIR if needed and mark it as the config's run folder")
+    p.add_argument("--adopt", action="store_true",
+                   help="with --run-dir: take over a DIR that holds files and no marker (a run made before csfbench "
+                        "marked its run folders); a DIR marked for another config is still refused")
     p = _command(sub, "inspect", _inspect, "check a feature file against the HDF5 contract and describe it")
-    p.add_argument("file", help="a feature file (.h5) the workflow wrote, e.g. results/features/SOURCE/MODEL/test.h5")
+    p.add_argument("file", help="a feature file (.h5) the workflow wrote, e.g. results/features/SOURCE/MODEL/test.h5; "
+                                "pred and correct are checked against the logits and labels")
     p = _command(sub, "summary", _summary, "list what a workflow run produced (models, accuracies, feature files)")
     p.add_argument("--results", default="results", help="the results folder the workflow wrote (default: %(default)s)")
     p = _command(sub, "rank", _rank, "Friedman -> Conover -> cliques -> layers on a long-format table "
@@ -198,6 +218,8 @@ def _dispatch(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.command == "manifest" and args.action == "write" and not args.config:
         parser.error("manifest write: --config is required (its hash is part of the provenance)")
+    if args.command == "validate" and args.adopt and args.run_dir is None:
+        parser.error("validate: --adopt takes over the folder of --run-dir DIR, which is missing")
     try:
         return args.func(args)
     except CsfbenchError as err:

@@ -14,6 +14,7 @@ from pathlib import Path
 from csfbench.aggregate.cells import Analysis, analyses, output_paths
 from csfbench.csf.projection import NETWORK_SCORER, group_of, parse_variant
 from csfbench.data import demo as demo_generator
+from csfbench.provenance import weights_key
 from csfbench.shifts import names as shift_names
 from csfbench.specs import SPLITS, EvalSet
 from csfbench.workflow import paths
@@ -470,13 +471,21 @@ class Jobs(Grid):
         """The ranking JSON file of :meth:`heatmap_analysis` (an output of the ``rank_csfs`` rule)."""
         return output_paths(paths.rankings_dir(), [self.heatmap_analysis()])["json"][0]
 
+    def weights_loaders(self) -> list[str]:
+        """The checkpoints of the models that load a pretrained weights file of the config
+        (:func:`csfbench.provenance.weights_key`): rule ``weights_provenance`` records the files' sha256 once
+        these are built."""
+        return [paths.checkpoint(source, str(mid)) for source, mid in self.iter_models()
+                if weights_key(self.config, mid.backbone, mid.paradigm)]
+
     def all_targets(self) -> dict[str, list[str]]:
         """The inputs of rule ``all``: every final output of the config's stages."""
         return {"features": self.feature_files(), "metrics": self.metric_files(),
                 "results": [paths.results_table()], "projnorm": self.projnorm_outputs(),
                 "rankings": [paths.ranking_summary()], "figures": self.figure_targets(),
                 "nc_tables": self.nc_tables(), "proximity_tables": self.proximity_outputs(),
-                "conformal": self.conformal_outputs(), "analyses": self.analysis_outputs()}
+                "conformal": self.conformal_outputs(), "analyses": self.analysis_outputs(),
+                "weights": [paths.weights_record()] if self.weights_loaders() else []}
 
     # -----------------------------------------------------------------------------------------
     # resources

@@ -49,6 +49,11 @@ def pretrain_history() -> str:
     return f"{RESULTS}/models/pretrain/history.csv"
 
 
+def weights_record() -> str:
+    """The sha256 of every pretrained weights file the models loaded (csfbench.provenance.weights_provenance)."""
+    return f"{RESULTS}/models/weights.json"
+
+
 # ---- features, CSF fits, scores, metrics
 def features(source: str = _S, model: str = _M, dataset: str = _D) -> str:
     return f"{RESULTS}/features/{source}/{model}/{dataset}.h5"

@@ -35,6 +35,7 @@ from csfbench.metrics import UnknownMetricError, metric_names, metric_spec
 from csfbench.specs import SPLITS
 from csfbench.workflow.grid import stage_enabled
 from csfbench.workflow.jobs import Jobs
+from csfbench.workflow.config_file import describe_yaml_error
 from csfbench.workflow.merge import deep_merge
 from csfbench.metrics.conformal import ASYMPTOTIC_METHODS, MIN_N_ASYMPTOTIC
 from csfbench.network_csf.architectures import BLOCK_MAP_DETECTORS, block_maps_refusal, has_block_maps
@@ -54,11 +55,7 @@ def load_yaml(path: str | Path) -> Any:
     except UnicodeDecodeError as err:
         raise ConfigFileError(str(path), "", f"binary content (not UTF-8 text) at byte {err.start}") from err
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = ", ".join(str(part) for part in (getattr(err, "context", None), getattr(err, "problem", None))
-                            if part) or str(err)
-        raise ConfigFileError(str(path), where, problem) from err
+        raise ConfigFileError(str(path), *describe_yaml_error(err, path)) from err
 
 
 _TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER
@@ -174,7 +171,8 @@ def validate_config(config: dict, origin: str = "config", rules: Iterable[str] |
     Raises :class:`ConfigError` naming the key path, what was expected and what was found.
     """
     if not isinstance(config, dict):
-        raise ConfigError("<top level>", "a mapping", type(config).__name__, origin)
+        found = "nothing (an empty file)" if config is None else type(config).__name__
+        raise ConfigError("<top level>", "a mapping of sections (see config/README.md)", found, origin)
     validator = _Validator(schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), _key_path(e)))
     if errors:

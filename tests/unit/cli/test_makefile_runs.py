@@ -41,7 +41,8 @@ def _commands(target: str, *variables: str) -> list[str]:
 def test_an_own_config_runs_in_runs_slash_its_stem():
     run = _commands("run", "CONFIG=x.yaml")
     config = f"--configfile {REPO / 'x.yaml'}"
-    assert run == [f".venv/bin/csfbench validate {REPO / 'x.yaml'}",  # the whole validation, ViTs built, first
+    # the whole validation, ViTs built, and the run folder's check (csfbench.workflow.run_folder) first
+    assert run == [f".venv/bin/csfbench validate {REPO / 'x.yaml'} --run-dir runs/x",
                    f".venv/bin/snakemake -s {REPO / 'Snakefile'} --directory runs/x {config} --cores 2",
                    ".venv/bin/csfbench summary --results runs/x/results",
                    f".venv/bin/snakemake -s {REPO / 'Snakefile'} --directory runs/x {config} "
@@ -63,6 +64,7 @@ def test_report_manifest_and_verify_follow_the_same_default():
 
 def test_results_overrides_the_folder():
     run = _commands("run", "CONFIG=x.yaml", "RESULTS=/tmp/elsewhere")
+    assert run[0].endswith(" --run-dir /tmp/elsewhere")
     assert "--directory /tmp/elsewhere --configfile" in run[1]
     assert run[2] == ".venv/bin/csfbench summary --results /tmp/elsewhere/results"
     assert run[-1] == 'echo "/tmp/elsewhere/results/report.html"'
@@ -74,6 +76,7 @@ def test_results_overrides_the_folder():
                                        (f"CONFIG={REPO / 'config/config.yaml'}",)])
 def test_the_demo_config_keeps_the_checkouts_results(variables):
     run = _commands("run", *variables)
+    assert run[0] == f".venv/bin/csfbench validate {REPO / 'config/config.yaml'} --run-dir ."
     assert f"--directory . --configfile {REPO / 'config/config.yaml'} --cores 2" in run[1]
     assert run[2] == ".venv/bin/csfbench summary --results ./results"
     assert run[-1] == f'echo "{REPO / "results/report.html"}"'
@@ -88,3 +91,10 @@ def test_init_proposes_the_makefiles_folder():
     (directory,) = {line.split("--directory ")[1].split()[0] for line in _commands("run", f"CONFIG={config}")
                     if "--directory" in line}
     assert directory == default_results(config)
+
+
+def test_the_demo_validates_its_config_first_and_prints_the_reports_path_last():
+    demo = _commands("demo")
+    assert demo[0] == ".venv/bin/csfbench validate config/config.yaml --run-dir ."
+    assert demo[1] == ".venv/bin/snakemake --cores 2 --configfile config/config.yaml"
+    assert demo[-1] == f'echo "{REPO / "results/report.html"}"'
