@@ -13,9 +13,16 @@ rule rank_csfs:
     output:
         json=G.ranking_files("json"),
         csv=G.ranking_files("csv"),
-        summary=report(
-            paths.ranking_summary(),
+        summary=paths.ranking_summary(),
+        summary_view=report(
+            paths.table_view(paths.ranking_summary()),
             caption="../report/ranking_summary.rst",
+            category="Rankings",
+        ),
+        coverage=paths.ranked_sets(),
+        coverage_view=report(
+            paths.table_view(paths.ranked_sets()),
+            caption="../report/ranked_sets.rst",
             category="Rankings",
         ),
     params:

@@ -3,4 +3,4 @@ from csfbench.logs import job_logging
 
 with job_logging(snakemake.log[0], snakemake.threads):
     write_rankings(snakemake.input.table, snakemake.params.settings, snakemake.params.cells,
-                   snakemake.params.out_dir, snakemake.output.summary)
+                   snakemake.params.out_dir, snakemake.output.summary, snakemake.output.coverage)

@@ -1,12 +1,15 @@
 """A new user's first run: data in the official layouts -> `csfbench init` -> Snakemake in its own folder -> report.
 
-The data folder holds CIFAR-10 batches, SVHN .mat files, an image folder and an OpenOOD imglist tree, written
-by the fixture writers in the official formats.  The config `csfbench init` writes is cut to a micro scale
-(one epoch, a tiny tuning budget, search ranges for training splits of 60-200 rows) and run end to end with
-`--directory`, then the report is built with the same config and folder.  About 80 s on 2 cores.
+The data folder holds CIFAR-10 batches, SVHN .mat files, an image folder, an OpenOOD imglist tree and a
+Fashion-MNIST test split in IDX files, written by the fixture writers in the official formats.  The config
+`csfbench init` writes is cut to a micro scale (one epoch, a tiny tuning budget, search ranges for training
+splits of 60-200 rows), a torchvision ResNet-18 (a saved ``.pth``) is added with the default network-pass
+detectors, and the run goes end to end with `--directory`; every OOD set must land in a ranking cell.  Then the
+report is built with the same config and folder.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -98,6 +101,30 @@ def _sources(items: list[str]) -> dict[str, dict]:
     return out
 
 
+def _save_resnet18(path) -> None:
+    """A torchvision ResNet-18 state dict for 10 classes (random weights) saved as a user saves theirs
+    (docs/pretrained.md, "Saving weights here")."""
+    from csfbench.torch_compat import ensure_torchvision
+
+    ensure_torchvision()
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    torch.save(torchvision.models.resnet18(num_classes=10).state_dict(), path)
+
+
+def _with_resnet18(config: dict, weights) -> dict:
+    """``config`` with a torchvision ResNet-18 evaluated (paradigm ``pretrained``) on the CIFAR-10 source at
+    32 pixels, under the default network-pass detectors (ODIN-IP pinned at one point of its grid)."""
+    config["backbones"]["resnet18"] = {"library": "torchvision", "arch": {"name": "resnet18"},
+                                       "paradigms": ["pretrained"], "runs": [1], "sources": ["cifar10"],
+                                       "weights": {"file": str(weights)}}
+    config["sources"]["cifar10"]["image_size"]["resnet18"] = 32
+    config.setdefault("network_csf", {})["odin"] = {"temperatures": [1000], "noise": [0.0014]}
+    return config
+
+
 def _micro(config: dict) -> dict:
     """The starter config at a micro scale: only sizes, epochs and search budgets change."""
     config["training"]["vgg13"]["common"]["batch_size"] = 64
@@ -111,10 +138,10 @@ def _micro(config: dict) -> dict:
 
 def _check_intro_names_the_run(report_html: str, ran: dict, table: pd.DataFrame) -> None:
     """The report's introduction names exactly the sources, evaluation sets (with shift types), models and stages
-    of the run whose config is ``ran`` (a starter config: one VGG-13, no optional stage) and whose metric rows are
-    ``table``, and nothing else."""
+    of the run whose config is ``ran`` (a starter config, one VGG-13 and an added torchvision ResNet-18, no
+    optional stage) and whose metric rows are ``table``, and nothing else."""
     text, lists = _intro(report_html)
-    assert set(lists) == {"Sources", "Models", "Stages"}, lists
+    assert set(lists) == {"Sources", "Models", "Pretrained", "Stages"}, lists
     assert _sources(lists["Sources"]) == {
         name: {"dataset": src["dataset"], "n_classes": src["n_classes"], "val_size": src["val_size"],
                "ood": {n: e["shift_type"] for n, e in src["ood"].items()}} for name, src in ran["sources"].items()}
@@ -122,13 +149,21 @@ def _check_intro_names_the_run(report_html: str, ran: dict, table: pd.DataFrame)
     shift = table.drop_duplicates(["source", "dataset"]).set_index(["source", "dataset"])["shift_type"]
     assert {(s, d, t) for (s, d), t in shift.items() if d not in ("val", "test")} == \
         {(s, d, t) for s, src in _sources(lists["Sources"]).items() for d, t in src["ood"].items()}
-    (model,) = lists["Models"]
+    vgg_model, resnet_model = lists["Models"]
     vgg = ran["backbones"]["vgg13"]
-    assert model == (f"vgg13: VGG-13 trained from scratch under {', '.join(vgg['paradigms'])}, dropout "
-                     f"{'/'.join(map(str, vgg['dropout']))}, runs {', '.join(map(str, vgg['runs']))}")
+    assert vgg_model == (f"vgg13: VGG-13 trained from scratch under {', '.join(vgg['paradigms'])}, dropout "
+                         f"{'/'.join(map(str, vgg['dropout']))}, runs {', '.join(map(str, vgg['runs']))}")
+    assert resnet_model.startswith("resnet18 (sources cifar10): the torchvision classifier resnet18 evaluated "
+                                   "without training (pretrained; runs 1)")
+    # the weights file the ResNet-18 loaded, with the sha256 the run recorded
+    (weights,) = lists["Pretrained"]
+    file = ran["backbones"]["resnet18"]["weights"]["file"]
+    digest = hashlib.sha256(open(file, "rb").read()).hexdigest()
+    assert weights == f"backbones/resnet18/weights/file: {file}, sha256 {digest}", weights
     models = table[["backbone", "paradigm", "dropout", "run"]].drop_duplicates().itertuples(index=False)
     assert {(b, p, int(d), int(r)) for b, p, d, r in models} == \
-        {("vgg13", p, d, r) for p in vgg["paradigms"] for d in vgg["dropout"] for r in vgg["runs"]}
+        {("vgg13", p, d, r) for p in vgg["paradigms"] for d in vgg["dropout"] for r in vgg["runs"]} | \
+        {("resnet18", "pretrained", 0, 1)}
     stages = lists["Stages"]
     assert len(stages) == 3 and stages[0].startswith("logits and penultimate features") and \
         f"fit groups {', '.join(ran['csf']['groups'])}," in stages[0]
@@ -137,7 +172,7 @@ def _check_intro_names_the_run(report_html: str, ran: dict, table: pd.DataFrame)
     assert set(ran["network_csf"]["methods"]) <= set(table["csf"].unique())
     assert stages[2].startswith("metrics (AURC, AUGRC")
     # nothing that did not run: no other paradigm, no ViT, no optional stage (the source bullets hold only their sets)
-    for paradigm in set(PARADIGMS) - set(vgg["paradigms"]):
+    for paradigm in set(PARADIGMS) - set(vgg["paradigms"]) - {"pretrained"}:
         assert not re.search(rf"\b{paradigm}\b", text), paradigm
     for stage in ("geometry", "proximity", "shifts", "projnorm", "conformal", "analyses", "adversarial"):
         assert STAGE_WORDS[stage] not in text, stage
@@ -152,18 +187,24 @@ def test_init_config_runs_end_to_end_in_its_own_folder(tmp_path):
     ff.write_svhn(data, n=60)
     ff.write_image_folder(data / "my_photos")
     ff.write_openood(data)
+    ff.write_idx(data, name="fashion-mnist")  # its test split only: init proposes it as an evaluation set
+    for train_file in (data / "fashion-mnist").glob("train-*"):
+        train_file.unlink()
     starter, run = tmp_path / "my.yaml", tmp_path / "run"
     proc = subprocess.run([venv_bin("csfbench"), "init", str(data), "--output", str(starter), "--results", str(run)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert f"wrote {starter}: valid (2 sources, 2 models" in proc.stdout
 
-    config = _micro(yaml.safe_load(starter.read_text()))
+    weights = tmp_path / "weights" / "resnet18.pth"
+    weights.parent.mkdir()
+    _save_resnet18(weights)
+    config = _with_resnet18(_micro(yaml.safe_load(starter.read_text())), weights)
     micro = tmp_path / "micro.yaml"
     micro.write_text(yaml.safe_dump(config, sort_keys=False))
     expected = {source: {"val", "test", *cfg["ood"]} for source, cfg in load_config(micro)["sources"].items()}
-    assert expected == {"cifar10": {"val", "test", "svhn", "my-photos", "tin", "imagenetood"},
-                        "svhn": {"val", "test", "cifar10", "my-photos"}}
+    assert expected == {"cifar10": {"val", "test", "svhn", "my-photos", "tin", "imagenetood", "fashion-mnist"},
+                        "svhn": {"val", "test", "cifar10", "my-photos", "fashion-mnist"}}
 
     proc = snakemake("--cores", 2, "--configfile", micro, workdir=run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-5000:]
@@ -171,11 +212,27 @@ def test_init_config_runs_end_to_end_in_its_own_folder(tmp_path):
     assert {s: set(d) for s, d in table.groupby("source")["dataset"].unique().items()} == expected
     shift = table.drop_duplicates(["source", "dataset"]).set_index(["source", "dataset"])["shift_type"]
     assert shift[("cifar10", "tin")] == "semantic" and shift[("svhn", "cifar10")] == "semantic"
+    # the ResNet-18 ran the default network-pass detectors on every set of its source
+    network = table[(table["backbone"] == "resnet18") & table["csf"].isin(["ODIN-IP", "GRAM", "RankFeat"])]
+    assert set(network["csf"]) == {"ODIN-IP", "GRAM", "RankFeat"}
+    assert set(network["dataset"]) == expected["cifar10"] and network["value"].notna().all()
+    # every OOD set is ranked (init writes no regime: the `semantic` cells) and the coverage table says so
+    coverage = pd.read_csv(run / "results/tables/rankings/ranked_sets.csv")
+    ood = coverage[coverage["dataset"].isin(set().union(*expected.values()) - {"val", "test"})]
+    assert {(s, d) for s, d in ood[["source", "dataset"]].itertuples(index=False)} == \
+        {(s, d) for s, sets in expected.items() for d in sets - {"val", "test"}}
+    ranked = ood.groupby(["source", "dataset"])["ranked"].any()
+    assert ranked.all(), coverage[~coverage["ranked"]].to_string()
+    assert set(ood.loc[ood["shift_type"] == "semantic", "regime"]) == {"semantic"}
+    rankings = pd.read_csv(run / "results/tables/rankings/summary.csv")
+    semantic = rankings[rankings["regime"] == "semantic"]
+    assert (semantic["status"] == "ok").any() and set(semantic["backbone"]) == {"vgg13", "resnet18"}
 
     # the report of this run: the same config and folder (its path is relative to --directory)
     proc = snakemake("--configfile", micro, "--report", "results/report.html", workdir=run, timeout=300)
     assert proc.returncode == 0, proc.stderr[-5000:]
     assert (run / "results/report.html").stat().st_size > 10_000
+    assert "ranked_sets.html" in (run / "results/report.html").read_text()  # the report lists what was ranked
     # its introduction names exactly what ran (built from the config), and nothing of the demo's
     _check_intro_names_the_run((run / "results/report.html").read_text(), load_config(micro), table)
     # nothing of this run lands in the checkout's results/ or in the data folder

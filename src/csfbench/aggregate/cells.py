@@ -8,12 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+import pandas as pd
+
 from csfbench.evaluation import base_metric
 
-REGIMES = ("test", "near", "mid", "far", "covariate", "adversarial")
+#: the cell regimes: the ID test set, the semantic regimes (``semantic``: a semantic set with neither a
+#: configured nor a computed near/mid/far regime), the covariate and the adversarial sets
+REGIMES = ("test", "near", "mid", "far", "semantic", "covariate", "adversarial")
 SETTINGS = ("alpha", "p_adjust", "omnibus_gate", "blocks", "metric_groups", "schemes")
-SHIFT_TYPE = {"test": "id", "near": "semantic", "mid": "semantic", "far": "semantic", "covariate": "covariate",
-              "adversarial": "adversarial"}
+SHIFT_TYPE = {"test": "id", "near": "semantic", "mid": "semantic", "far": "semantic", "semantic": "semantic",
+              "covariate": "covariate", "adversarial": "adversarial"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,13 @@ class Analysis:
     @property
     def name(self) -> str:
         return f"{self.group}/{self.backbone}_{'mcd' if self.mcd else 'det'}_{self.source}_{self.regime}"
+
+
+def cell_regimes(rows: pd.DataFrame) -> np.ndarray:
+    """The cell regime of each metric row: its dataset for the ID sets (``test``), its ``regime`` for a
+    semantic set, its shift type otherwise."""
+    regime = rows["regime"].astype(str).where(rows["shift_type"] == "semantic", rows["shift_type"].astype(str))
+    return regime.where(rows["shift_type"] != "id", rows["dataset"].astype(str)).to_numpy()
 
 
 def ranking_settings(section: dict) -> dict[str, Any]:

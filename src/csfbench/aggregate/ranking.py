@@ -12,7 +12,8 @@ unless :func:`csfbench.metrics.higher_is_better`; a group mixes only
 metrics of one orientation.
 
 Regimes: ``test`` (the ID test set, misclassification), the semantic regimes ``near``/``mid``/``far``
-(the rows' ``regime``), ``covariate`` and ``adversarial``. The failure scheme of each shift type is a
+(the rows' ``regime``), ``semantic`` (a semantic set with neither a configured nor a computed regime),
+``covariate`` and ``adversarial``. The failure scheme of each shift type is a
 setting (``ranking.schemes``; the schema's defaults are the paper's protocols, ``misclf`` within
 ID/covariate/adversarial sets and ``correct_vs_ood`` for semantic sets).  A conformal metric
 (``auroc@mc_search@0.05``: :func:`csfbench.evaluation.conformal_metric`) exists only in the rows of scheme
@@ -41,7 +42,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from csfbench.aggregate.cells import SHIFT_TYPE, Analysis, is_conformal
+from csfbench.aggregate.cells import SHIFT_TYPE, Analysis, cell_regimes, is_conformal
 from csfbench.aggregate.selection import selected_rows
 from csfbench.metrics import higher_is_better
 from csfbench.evaluation import CONFORMAL_SCHEME, ID_TEST, base_metric
@@ -84,10 +85,8 @@ def ranked_rows(selected: pd.DataFrame, settings: dict) -> pd.DataFrame:
     """The selected test-split rows of the ranked schemes, with ``cell_regime`` and ``entity`` columns."""
     rows = selected[(selected["split"] == "test") & _ranked_scheme(selected, settings)]
     rows = rows[rows["metric"].isin(_ranked_metrics(settings))]
-    regime = rows["regime"].astype(str).where(rows["shift_type"] == "semantic", rows["shift_type"].astype(str))
-    regime = regime.where(rows["shift_type"] != "id", rows["dataset"].astype(str))
     entity = [variant_name(c, p) for c, p in zip(rows["csf"].astype(str), rows["variant"].astype(str))]
-    return rows.assign(cell_regime=regime.to_numpy(), entity=entity)
+    return rows.assign(cell_regime=cell_regimes(rows), entity=entity)
 
 
 def selected_ranked_rows(table: pd.DataFrame, settings: dict, metrics: Iterable[str] | None = None) -> pd.DataFrame:
@@ -156,7 +155,11 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
 
 def rank_results(table: pd.DataFrame, cells: Iterable[Analysis], settings: dict) -> list[dict[str, Any]]:
     """Select (validation-based) and rank every analysis of ``cells`` on the results ``table``."""
-    rows = selected_ranked_rows(table, settings)
+    return rank_cells(selected_ranked_rows(table, settings), cells, settings)
+
+
+def rank_cells(rows: pd.DataFrame, cells: Iterable[Analysis], settings: dict) -> list[dict[str, Any]]:
+    """Rank every analysis of ``cells`` on ``rows``, the :func:`selected_ranked_rows` of a results table."""
     by_cell: dict[tuple, pd.DataFrame] = {}
     keys = ["backbone", "mcd", "source", "cell_regime"]
     for key, part in rows.groupby(keys, observed=True, sort=False):

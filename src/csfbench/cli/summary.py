@@ -10,8 +10,10 @@ from typing import Callable
 
 import pandas as pd
 
+from csfbench.aggregate.coverage import COLUMNS as COVERAGE_COLUMNS, coverage_lines
 from csfbench.errors import CsfbenchError
 from csfbench.features.store import read_features
+from csfbench.workflow import paths
 
 
 #: the history of a classifier evaluated without training (csfbench.stages.train.materialise)
@@ -64,8 +66,26 @@ def _model_row(results: Path, history: Path, unreadable: list[str]) -> dict:
             "metric_files": len(list((results / "metrics" / source / model).glob("*.parquet")))}
 
 
+def _coverage_lines(results: Path, unreadable: list[str]) -> list[str]:
+    """Per evaluation set, the ranking cells it entered and why it did not enter the others (the ranking
+    stage's coverage table, :func:`csfbench.aggregate.coverage.set_coverage`); none before that stage ran."""
+    path = results / Path(paths.ranked_sets()).relative_to(paths.RESULTS)
+    if not path.is_file():
+        return []
+    try:
+        coverage = pd.read_csv(path)
+        missing = [c for c in COVERAGE_COLUMNS if c not in coverage.columns]
+        if missing:
+            raise ValueError(f"missing column(s) {missing}")
+    except (OSError, ValueError) as err:
+        unreadable.append(f"unreadable: {path}: not a ranking coverage table ({err})")
+        return []
+    return ["", f"rankings: what every evaluation set entered ({path.resolve()})", *coverage_lines(coverage)]
+
+
 def summarize(results: Path) -> tuple[str, list[str]]:
-    """Models with their final validation and test accuracy, and their feature and metric files.
+    """Models with their final validation and test accuracy, their feature and metric files, and the
+    ranking cells every evaluation set entered.
 
     Returns the text and its ``unreadable: ...`` lines (also part of the text), one per file that
     could not be read."""
@@ -81,6 +101,7 @@ def summarize(results: Path) -> tuple[str, list[str]]:
              f"({table['MB'].sum():.1f} MB) under {results.resolve() / 'features'}",
              f"{int(table['metric_files'].sum())} metric files (one per model and CSF fit group, and the "
              f"conformal rows, covering every evaluation set) under {results.resolve() / 'metrics'}"]
+    lines += _coverage_lines(results, unreadable)
     report = results / "report.html"
     if report.is_file():
         lines.append(f"report: {report.resolve()}")

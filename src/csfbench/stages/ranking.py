@@ -9,29 +9,39 @@ from typing import Any
 import pandas as pd
 
 from csfbench.aggregate.cells import Analysis, output_paths, ranking_settings
-from csfbench.aggregate.ranking import rank_results, ranking_frame, summary_row
+from csfbench.aggregate.coverage import coverage_lines, set_coverage
+from csfbench.aggregate.ranking import rank_cells, ranking_frame, selected_ranked_rows, summary_row
 from csfbench.atomic import atomic_path, write_json
+from csfbench.stages.report_tables import write_report_table
 
 log = logging.getLogger(__name__)
 
 
 def write_rankings(results_table: str | Path, settings_section: dict, cells: list[Analysis | dict],
-                   out_dir: str | Path, summary_csv: str | Path) -> list[dict[str, Any]]:
+                   out_dir: str | Path, summary_csv: str | Path, coverage_csv: str | Path) -> list[dict[str, Any]]:
     """Rank every analysis of ``cells`` (:class:`Analysis` or its fields as a dict) on the results table
-    and write their JSON/CSV files (:func:`output_paths`) and the summary table."""
+    and write their JSON/CSV files (:func:`output_paths`), the summary table and the coverage table
+    (:func:`csfbench.aggregate.coverage.set_coverage`: which cells every evaluation set entered)."""
     settings = ranking_settings(settings_section)
     cells = [c if isinstance(c, Analysis) else Analysis(**c) for c in cells]
-    results = rank_results(pd.read_parquet(results_table), cells, settings)
+    table = pd.read_parquet(results_table)
+    rows = selected_ranked_rows(table, settings)
+    results = rank_cells(rows, cells, settings)
     files = output_paths(out_dir, cells)
     for result, json_path, csv_path in zip(results, files["json"], files["csv"]):
         write_json(result, json_path, indent=1)
         with atomic_path(csv_path) as tmp:
             ranking_frame(result).to_csv(tmp, index=False)
-    with atomic_path(summary_csv) as tmp:
-        pd.DataFrame([summary_row(r) for r in results]).to_csv(tmp, index=False)
+    write_report_table(pd.DataFrame([summary_row(r) for r in results]), summary_csv,
+                 "Ranking analyses: omnibus tests, number of CSF variants and blocks, and the top clique")
+    coverage = set_coverage(table, rows, results)
+    write_report_table(coverage, coverage_csv, "Which ranking cells every evaluation set entered, and why not",
+                 empty_reason="No evaluation set has test rows in the results table.")
     n_ok = sum(r["status"] == "ok" for r in results)
     log.info("%d analyses ranked, %d skipped", n_ok, len(results) - n_ok)
     for result in results:
         if result["status"] != "ok":
             log.info("skipped %s: %s", Analysis(**result["analysis"]).name, result["reason"])
+    for line in coverage_lines(coverage):
+        log.info("%s", line)
     return results

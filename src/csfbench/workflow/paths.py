@@ -180,6 +180,11 @@ def ranking_summary() -> str:
     return f"{rankings_dir()}/summary.csv"
 
 
+def ranked_sets() -> str:
+    """The ranking coverage table: every evaluation set × the cells of its source and regime, ranked or why not."""
+    return f"{rankings_dir()}/ranked_sets.csv"
+
+
 def table_view(table_csv: str | os.PathLike) -> str:
     """The report's view of a table (csfbench.report.tables.write_table): an HTML page beside the table's CSV
     ``table_csv`` (a path or a pattern), of the same name with ``.html`` for its extension."""

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from csfbench.errors import ConfigError
-from csfbench.aggregate.cells import Analysis, analyses, output_paths, ranking_settings
+from csfbench.aggregate.cells import REGIMES, Analysis, analyses, output_paths, ranking_settings
 from csfbench.aggregate.ranking import rank_results, ranked_rows, ranking_frame, run_analysis, summary_row
 from csfbench.aggregate.selection import selected_rows
 from csfbench.workflow.settings import load_config, load_yaml, validate_config
@@ -131,7 +131,7 @@ def test_analyses_of_the_demo_config_cover_mcd_only_where_it_exists():
     groups = len(ranking_settings(config["ranking"])["metric_groups"])
     # vgg13: non-MCD and MCD on demo10, the demo ViT (no dropout models, so no MCD cells) on demo10 and demo40;
     # the untrained ViT (vittiny) on pretrain20 only
-    assert len(cells) == groups * (2 * 1 + 2 + 1) * 6
+    assert len(cells) == groups * (2 * 1 + 2 + 1) * len(REGIMES) and len(REGIMES) == 7
     assert {c.source for c in cells if c.backbone == "vittiny"} == {"pretrain20"}
     assert {(c.source, c.mcd) for c in cells if c.backbone == "vgg13"} == {("demo10", False), ("demo10", True)}
     assert not any(c.mcd and c.backbone == "vit" for c in cells)
@@ -143,9 +143,9 @@ def test_written_files_are_complete_and_deterministic(tmp_path):
     table_path = tmp_path / "results.parquet"
     synthetic_results().sample(frac=1.0, random_state=3).to_parquet(table_path, index=False)
     cells = [Analysis("rc", "vgg13", False, "s1", r) for r in ("test", "near", "mid")]
-    write_rankings(table_path, _ranking(), cells, tmp_path / "a", tmp_path / "a.csv")
+    write_rankings(table_path, _ranking(), cells, tmp_path / "a", tmp_path / "a.csv", tmp_path / "a_sets.csv")
     synthetic_results().to_parquet(table_path, index=False)
-    write_rankings(table_path, _ranking(), cells, tmp_path / "b", tmp_path / "b.csv")
+    write_rankings(table_path, _ranking(), cells, tmp_path / "b", tmp_path / "b.csv", tmp_path / "b_sets.csv")
     paths_a, paths_b = output_paths(tmp_path / "a", cells), output_paths(tmp_path / "b", cells)
     for a, b in zip(paths_a["json"] + paths_a["csv"], paths_b["json"] + paths_b["csv"]):
         assert open(a).read() == open(b).read()
@@ -167,6 +167,12 @@ def test_written_files_are_complete_and_deterministic(tmp_path):
         assert row.iman_davenport_p == pytest.approx(result["iman_davenport"]["pvalue"])
         assert row.omnibus_rejected == result["omnibus"]["rejected"] and row.omnibus_gate == False  # noqa: E712
         assert row.posthoc_applied == True  # noqa: E712
+    # the coverage table: o_far's cell (far) is not among these cells, so it is listed as ranked nowhere
+    sets = pd.read_csv(tmp_path / "a_sets.csv")
+    assert open(tmp_path / "a_sets.csv").read() == open(tmp_path / "b_sets.csv").read()
+    far = sets[sets["dataset"] == "o_far"]
+    assert len(far) == 1 and not far["ranked"].iloc[0] and "takes regime 'far'" in far["reason"].iloc[0]
+    assert sets[sets["dataset"] != "o_far"]["ranked"].all()
 
 
 # 6 blocks (datasets) x 4 CSF variants whose Iman–Davenport test does not reject at 0.05 (p = 0.1375) while

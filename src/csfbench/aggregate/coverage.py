@@ -1,0 +1,104 @@
+"""Which ranking cells every evaluation set of a run entered, and why it did not enter the others.
+
+A study can go silently empty: a set whose rows reach no ranking cell (its cell was skipped, the cell's
+metrics have no rows of its scheme, or every block of the set was dropped as incomplete) would vanish
+from the rankings without a word.  :func:`set_coverage` lists, for every evaluation set with test rows in
+the results table, each cell of its source and regime (metric group × backbone × MCD flag) and whether
+the set's rows were ranked there, with the reason when they were not.  The validation split is not a
+ranked set (it selects the configurations) and is not listed.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pandas as pd
+
+from csfbench.aggregate.cells import REGIMES, cell_regimes
+
+COLUMNS = ["source", "dataset", "shift_type", "regime", "group", "backbone", "mcd", "ranked", "reason"]
+
+
+def evaluation_sets(table: pd.DataFrame) -> pd.DataFrame:
+    """The (source, dataset, shift_type) of every set with test-split rows in ``table``, sorted."""
+    test = table.loc[table["split"] == "test", ["source", "dataset", "shift_type"]]
+    sets = test.astype(str).drop_duplicates()
+    return sets.sort_values(["source", "dataset"], kind="stable").reset_index(drop=True)
+
+
+def _block_keys(frame: pd.DataFrame, blocks: list[str]) -> set[tuple[str, ...]]:
+    """The blocks (as tuples of strings) that ``frame``'s rows fall into."""
+    return set(frame[blocks].astype(str).itertuples(index=False, name=None))
+
+
+def _cell_entry(result: dict[str, Any], rows: pd.DataFrame | None, dataset: str) -> tuple[bool, str | None]:
+    """(ranked, reason) of one set in one cell: ``rows`` are the cell's ranked rows (None: none at all)."""
+    metrics = result["metrics"]
+    mine = None if rows is None else rows[rows["dataset"].astype(str) == dataset]
+    if mine is None or mine.empty:
+        return False, (f"no selected test rows of {metrics} in scheme '{result['scheme']}' for this set")
+    if result["status"] != "ok":
+        return False, f"cell skipped: {result['reason']}"
+    blocks = list(result["blocks"])
+    dropped = {tuple(str(d["block"][b]) for b in blocks) for d in result["dropped_blocks"]}
+    kept = _block_keys(mine, blocks) - dropped
+    if not kept:
+        return False, (f"every block of this set was dropped as incomplete (some CSF variant has no value); "
+                       f"{len(dropped)} dropped block(s) in the cell")
+    return True, None
+
+
+def set_coverage(table: pd.DataFrame, ranked: pd.DataFrame, results: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """One row per evaluation set × ranking cell of its source and regime (:data:`COLUMNS`).
+
+    ``table``: the results table; ``ranked``: its selected ranked rows
+    (:func:`csfbench.aggregate.ranking.selected_ranked_rows`, with ``cell_regime``); ``results``: the
+    ranking results of every declared cell.  A set's regime is its ``cell_regime`` in ``ranked`` (the
+    computed regime when the proximity stage assigned one); a set with no ranked row at all gets the
+    regime its shift type and configured regime give, or ``-`` with one row saying so when no cell
+    takes it.  ``ranked`` is True when the set's rows entered the cell's ranking.
+    """
+    results = list(results)
+    regime_of = (ranked[["source", "dataset", "cell_regime"]].astype(str).drop_duplicates()
+                 .set_index(["source", "dataset"])["cell_regime"].to_dict())
+    rows_of = {key: part for key, part in ranked.groupby(["backbone", "mcd", "source", "cell_regime"],
+                                                          observed=True, sort=False)}
+    out = []
+    for s in evaluation_sets(table).itertuples(index=False):
+        regime = regime_of.get((s.source, s.dataset)) or _unranked_regime(table, s.source, s.dataset)
+        cells = [r for r in results if r["analysis"]["source"] == s.source and r["analysis"]["regime"] == regime]
+        base = {"source": s.source, "dataset": s.dataset, "shift_type": s.shift_type, "regime": regime}
+        if not cells:
+            out.append({**base, "group": None, "backbone": None, "mcd": None, "ranked": False,
+                        "reason": f"no ranking cell of source '{s.source}' takes regime '{regime}' "
+                                  f"(cells exist for {list(REGIMES)})"})
+            continue
+        for r in cells:
+            a = r["analysis"]
+            part = rows_of.get((a["backbone"], a["mcd"], a["source"], a["regime"]))
+            if part is not None:
+                part = part[part["metric"].isin(r["metrics"])]
+            ranked_here, reason = _cell_entry(r, part, s.dataset)
+            out.append({**base, "group": a["group"], "backbone": a["backbone"], "mcd": a["mcd"],
+                        "ranked": ranked_here, "reason": reason})
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def _unranked_regime(table: pd.DataFrame, source: str, dataset: str) -> str:
+    """The cell regime of a set none of whose rows was ranked, from its first test row."""
+    rows = table[(table["source"] == source) & (table["dataset"] == dataset) & (table["split"] == "test")]
+    return str(cell_regimes(rows.head(1))[0])
+
+
+def coverage_lines(coverage: pd.DataFrame) -> list[str]:
+    """Human-readable lines: per set, the cells it was ranked in, and every cell it was not with the reason."""
+    lines = []
+    for (source, dataset), part in coverage.groupby(["source", "dataset"], sort=True):
+        entered = part[part["ranked"].astype(bool)]
+        head = (f"{source}/{dataset} ({part['shift_type'].iloc[0]}, regime {part['regime'].iloc[0]}): "
+                f"ranked in {len(entered)} of {len(part)} cell(s)")
+        lines.append(head)
+        for row in part[~part["ranked"].astype(bool)].itertuples(index=False):
+            where = "" if row.group is None or pd.isna(row.group) else \
+                f"{row.group}/{row.backbone}{' MCD' if row.mcd else ''}: "
+            lines.append(f"  not ranked in {where}{row.reason}")
+    return lines
