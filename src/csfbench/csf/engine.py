@@ -36,7 +36,7 @@ from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, proje
 from csfbench.csf.registry import (BY_NAME, EXPECTED, PROJECTION_SPACE, Csf, ModelContext, bounds, flavour_name,
                                    grid_points, space_bounds, variants_for)
 from csfbench.csf.temperature import fit_temperature, fit_temperatures
-from csfbench.csf.tuning import grid_search
+from csfbench.csf.tuning import clip_counts, grid_search
 from csfbench.csf.views import View, build_views, variant_logits
 from csfbench.metrics import auroc, augrc
 
@@ -50,7 +50,9 @@ class FittedCsf:
 
     ``csf`` is the registry name (the key of a flavour is its :func:`~csfbench.csf.registry.flavour_name`),
     ``temperature`` "fitted" or "one" ("" for a CSF that reads no temperature), ``protocol`` what chose
-    the hyper-parameters (:data:`~csfbench.csf.registry.RECORDED_PROTOCOLS`).
+    the hyper-parameters (:data:`~csfbench.csf.registry.RECORDED_PROTOCOLS`), ``range_clips`` the neighbour-count
+    search ranges the Bayesian search clipped to the training rows ({param: {"range", "clipped",
+    "train_rows"}}, :func:`~csfbench.csf.tuning.clip_counts`; empty when none was).
     """
 
     params: dict
@@ -62,6 +64,7 @@ class FittedCsf:
     csf: str = ""
     temperature: str = ""
     protocol: str = "none"
+    range_clips: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -218,16 +221,19 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
             best.update(objective=value, params=p, state=state)
         return value
 
+    clips: dict = {}  # the grid protocol runs the grid's own points, unclipped
     if protocol == "grid":
         grid = {k: v for k, v in grid_points(csf, ctx, tuning.grids.get(csf.name)).items() if k not in fixed}
         held = {k: fixed[k] for k in space if k in fixed}
         params, probed, objectives = grid_search(probe, grid, space, held, label)
     else:  # a parameter pinned by tuning.fixed is a range of one point, which the search holds
+        counts = [k for k in csf.neighbour_counts if k not in fixed]
+        space, clips = clip_counts(space, counts, len(train.split), tuning.max_neighbour_fraction, label)
         pinned = {k: (fixed[k], fixed[k], kind) if k in fixed else (low, high, kind)
                   for k, (low, high, kind) in space.items()}
         params, probed, objectives = tuning.search(probe, pinned, csf.name, label)
     state = best["state"] if best.get("params") == params else run(params)[0]
-    return FittedCsf(params, state, probed, objectives, protocol=protocol)
+    return FittedCsf(params, state, probed, objectives, protocol=protocol, range_clips=clips)
 
 
 def _own(conf, variant: str) -> np.ndarray:

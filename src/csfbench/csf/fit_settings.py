@@ -50,8 +50,11 @@ class TuningSettings:
     reads one runs at, ``protocols`` (of :data:`~csfbench.csf.registry.PROTOCOLS`) the tuning protocols of
     every CSF with a grid, ``grids`` ({CSF name: {param: values}}) replace published grid values.
     ``fixed`` ({CSF name or "projection": {param: value}}) pins parameters, ``search_space`` ({name:
-    {param: (low, high)}}) replaces built-in ranges.  Construction types every value: a fixed or gridded
-    value of a declared parameter as its kind, a range as two reals, a budget as two ints.
+    {param: (low, high)}}) replaces built-in ranges.  ``max_neighbour_fraction`` (in (0, 1]) caps the
+    Bayesian search range of every parameter that counts training rows (a CSF's ``neighbour_counts``,
+    KNN's and NNGuide's k) at that fraction of the training rows (:func:`~csfbench.csf.tuning.clip_counts`).
+    Construction types every value: a fixed or gridded value of a declared parameter as its kind, a range
+    as two reals, a budget as two ints, the fraction as a real.
     """
 
     init_points: int
@@ -63,6 +66,7 @@ class TuningSettings:
     temperatures: tuple[str, ...] = ("fitted",)
     protocols: tuple[str, ...] = ("bayes",)
     grids: dict = field(default_factory=dict)          # {CSF name: {param: values}}
+    max_neighbour_fraction: float = 0.05               # the schema's default (docs/methods.md §3.2)
 
     def __post_init__(self):
         for key, values, known in (("temperatures", self.temperatures, TEMPERATURES),
@@ -70,11 +74,14 @@ class TuningSettings:
             unknown = [v for v in values if v not in known]
             if unknown or not values:
                 raise ValueError(f"tuning {key}: expected a non-empty list of {list(known)}, got {list(values)}")
+        if not 0 < float(self.max_neighbour_fraction) <= 1:
+            raise ValueError(f"tuning max_neighbour_fraction: expected a number in (0, 1], "
+                             f"got {self.max_neighbour_fraction}")
         typed = {"init_points": int(self.init_points), "n_iter": int(self.n_iter), "seed": int(self.seed),
                  "fixed": _fixed(self.fixed), "search_space": _ranges(self.search_space),
                  "budgets": {name: (int(a), int(b)) for name, (a, b) in self.budgets.items()},
                  "temperatures": tuple(self.temperatures), "protocols": tuple(self.protocols),
-                 "grids": _grids(self.grids)}
+                 "grids": _grids(self.grids), "max_neighbour_fraction": float(self.max_neighbour_fraction)}
         for key, value in typed.items():
             object.__setattr__(self, key, value)
 
@@ -83,7 +90,8 @@ class TuningSettings:
         """From a validated config's ``csf`` section (or its cut for one fit, the ``fit_csf`` param)."""
         t = csf_cfg["tuning"]
         return cls(t["init_points"], t["n_iter"], t["seed"], csf_cfg["fixed"], csf_cfg["search_space"],
-                   resolved_budgets(t), csf_cfg["temperatures"], t["protocols"], t["grids"])
+                   resolved_budgets(t), csf_cfg["temperatures"], t["protocols"], t["grids"],
+                   t["max_neighbour_fraction"])
 
     def budget(self, name: str) -> tuple[int, int]:
         """(init_points, n_iter) of the tuned quantity ``name`` (a CSF name or "projection")."""

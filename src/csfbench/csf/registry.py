@@ -105,6 +105,10 @@ class Csf:
     # PROJECTED_READS.  tests/unit/csf/test_detector.py checks both ways: the scores do not change when
     # the others are left out, and they do change when any declared one does
     reads: frozenset = PROJECTED_READS
+    # the parameters of ``space`` that count training rows (a neighbour count k): their Bayesian search
+    # range is clipped to ``csf.tuning.max_neighbour_fraction`` of the training rows
+    # (:func:`csfbench.csf.tuning.clip_counts`)
+    neighbour_counts: tuple[str, ...] = ()
 
     def reads_for(self, variant: str) -> frozenset:
         """The inputs the CSF reads in ``variant``."""
@@ -246,7 +250,7 @@ CSFS: tuple[Csf, ...] = (
     Csf("NNGuide", NO_CLASS, lambda s, v, c, hp: nnguide_score(v.features, v.logits, s["bank"], hp["k"]),
         lambda t, c, hp: {"bank": nnguide_bank(t.features, _bank_logits(t, c), t.split.labels, c.n_classes,
                                                hp["alpha"])},
-        space={"k": Param(10, 500, "int"), "alpha": Param(0.1, 0.5, "float")},
+        space={"k": Param(10, 500, "int"), "alpha": Param(0.1, 0.5, "float")}, neighbour_counts=("k",),
         reads=frozenset({"features", "logits", "labels"})),
     Csf("fDBD", NO_CLASS, lambda s, v, c, hp: fdbd(v.features, _bank_logits(v, c), c.weight, s["mean"]),
         lambda t, c, hp: {"mean": t.features.mean(0, dtype=np.float64)},
@@ -275,7 +279,7 @@ CSFS: tuple[Csf, ...] = (
     Csf("OpenMax", ("none",), lambda s, v, c, hp: openmax.openmax_score(s, v.logits),
         lambda t, c, hp: openmax.openmax_fit(t.logits, t.split.labels), reads=frozenset({"logits", "labels"})),
     Csf("KNN", ("none",), lambda s, v, c, hp: knn_score(s, v.features, hp["k"]),
-        lambda t, c, hp: knn_fit(t.features), space=_span(KNN_GRID, "int"), grid=KNN_GRID,
+        lambda t, c, hp: knn_fit(t.features), space=_span(KNN_GRID, "int"), grid=KNN_GRID, neighbour_counts=("k",),
         reads=frozenset({"features"})),
     Csf("ReAct", ("none",), lambda s, v, c, hp: shaping.react_score(s, v.features, c.weight, c.bias),
         lambda t, c, hp: shaping.react_fit(t.features, hp["percentile"]),

@@ -11,8 +11,9 @@ projection's variance are attributes (JSON where they are mappings).  Layout of 
                         mean_targets
     {mode}/csf/{name}/{variant}/  attrs: params (JSON), shares, undefined (reason or ""), csf (registry name),
                                   temperature ("fitted", "one", or "" when the CSF reads none), tuning_protocol
-                                  (bayes, grid, fixed, none); datasets: state arrays, tuning/probed,
-                                  tuning/objective
+                                  (bayes, grid, fixed, none), range_clips (JSON: the neighbour-count search
+                                  ranges clipped to the training rows, {param: {range, clipped, train_rows}},
+                                  ``{}`` when none was); datasets: state arrays, tuning/probed, tuning/objective
 
 ``{name}`` is the flavour's name (:func:`csfbench.csf.registry.flavour_name`: ``MLS``, ``MLS@T1``, ``KNN@grid``).
 
@@ -36,10 +37,12 @@ from csfbench.csf.registry import BY_NAME
 from csfbench.errors import FeatureFileError
 from csfbench.specs import GROUP_KEYS
 
-#: layout version of the CSF states in ``fit.h5``; read_fit refuses any other.  3: every CSF records its
-#: registry name, temperature and tuning protocol, every mode its temperature choices (2: pNML stores the
-#: factors ``plus_factor``/``perp_factor`` of its projectors; 1: the projectors ``p_plus``/``p_perp``)
-FIT_FORMAT = 3
+#: layout version of the CSF states in ``fit.h5``; read_fit refuses any other.  4: every CSF records its
+#: clipped neighbour-count search ranges (``range_clips``; a format-3 fit searched KNN's and NNGuide's k
+#: unclipped); 3: every CSF records its registry name, temperature and tuning protocol, every mode its
+#: temperature choices (2: pNML stores the factors ``plus_factor``/``perp_factor`` of its projectors; 1: the
+#: projectors ``p_plus``/``p_perp``)
+FIT_FORMAT = 4
 
 
 def _write_arrays(group: h5py.Group, arrays: dict) -> None:
@@ -102,7 +105,8 @@ def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.nda
                 c.attrs["params"] = json.dumps(item.params, sort_keys=True)
                 c.attrs["shares"] = item.shares or ""
                 c.attrs["undefined"] = item.undefined
-                c.attrs.update(csf=item.csf or name, temperature=item.temperature, tuning_protocol=item.protocol)
+                c.attrs.update(csf=item.csf or name, temperature=item.temperature, tuning_protocol=item.protocol,
+                               range_clips=json.dumps(item.range_clips, sort_keys=True))
                 _write_arrays(c, item.state or {})
                 _write_arrays(c, {"tuning/probed": item.probed, "tuning/objective": item.objectives})
 
@@ -140,7 +144,8 @@ def read_fit(path: str | Path) -> tuple[dict[str, FittedMode], tuple[np.ndarray,
                                                       c["tuning/probed"][()], c["tuning/objective"][()],
                                                       str(c.attrs["shares"]) or None, str(c.attrs["undefined"]),
                                                       str(c.attrs["csf"]), str(c.attrs["temperature"]),
-                                                      str(c.attrs["tuning_protocol"]))
+                                                      str(c.attrs["tuning_protocol"]),
+                                                      json.loads(c.attrs["range_clips"]))
             modes[mode] = FittedMode(_projection_from(g["projection"]), json.loads(g.attrs["temperatures"]), csfs,
                                      float(g.attrs["base_temperature"]),
                                      tuple(json.loads(g.attrs["temperature_choices"])),

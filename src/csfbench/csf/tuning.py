@@ -12,6 +12,11 @@ A tuned parameter is declared as a :class:`Param` (its built-in range and kind, 
 value of it, probed, gridded, fixed in the config or read back from a fit file, becomes its kind by
 :meth:`Param.value` (``int()`` truncation for integers).  The objective is supplied by the caller, so
 nothing here reads data; both searches are deterministic (a fixed seed; the grid in its given order).
+
+A parameter that counts training rows (KNN's and NNGuide's neighbour count k) has its search range clipped
+to a fraction of the training rows before the Bayesian search (:func:`clip_counts`): on a small training
+split −AUGRC can favour a k near the bank size, which ranks far-OOD inputs as in-distribution
+(docs/methods.md §3.2).
 """
 from __future__ import annotations
 
@@ -41,6 +46,30 @@ class Param(NamedTuple):
 def cast(params: dict, space: dict) -> dict:
     """``params`` as the kinds of ``space`` ({name: :class:`Param` or (low, high, kind)}): :meth:`Param.value`."""
     return {k: Param(*space[k]).value(v) for k, v in params.items()}
+
+
+def clip_counts(space: dict, counts, n_rows: int, fraction: float, label: str = "") -> tuple[dict, dict]:
+    """``space`` ({name: :class:`Param` or (low, high, kind)}) with the range of each parameter named in
+    ``counts`` (parameters that count training rows) clipped to at most ``cap`` = max(1, ⌊``fraction`` ·
+    ``n_rows``⌋), ``fraction`` in (0, 1] (:class:`~csfbench.csf.fit_settings.TuningSettings` checks it);
+    return (the space, the clips).
+
+    A range whose ``high`` exceeds ``cap`` becomes [min(``low``, ``cap``), ``cap``], so it is never empty
+    (the floor: a range entirely above the cap becomes the single point ``cap``, at least 1); any other
+    range is unchanged.  The clips are {param: {"range": [low, high], "clipped": [low, high],
+    "train_rows": ``n_rows``}} for the clipped parameters only (empty when none is), each logged.
+    """
+    cap = max(1, int(fraction * n_rows))
+    out, clips = dict(space), {}
+    for name in counts:
+        low, high, kind = space[name]
+        if high <= cap:
+            continue
+        out[name] = Param(min(low, cap), cap, kind)
+        clips[name] = {"range": [low, high], "clipped": [out[name].low, cap], "train_rows": int(n_rows)}
+        log.info("%s: %s range [%s, %s] clipped to [%s, %s] (%s of %d training rows)", label, name, low, high,
+                 out[name].low, cap, fraction, n_rows)
+    return out, clips
 
 
 def tune(objective: Callable[[dict], float], space: dict, init_points: int, n_iter: int, seed: int,

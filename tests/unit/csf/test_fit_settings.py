@@ -20,7 +20,7 @@ from tests.helpers.csf_synthetic import make_splits
 CFG = {"methods": ["KNN", "ReAct", "NNGuide"], "quirks": "strict", "temperatures": ["fitted", "one"],
        "tuning": {"init_points": 2, "n_iter": 1, "seed": 3, "protocols": ["bayes", "grid"],
                   "budgets": {"KPCA RecError": {"init_points": 5, "n_iter": 15}},
-                  "grids": {"KNN": {"k": [2, 8.0, 32]}}, "ood_validation": "noise"},
+                  "grids": {"KNN": {"k": [2, 8.0, 32]}}, "ood_validation": "noise", "max_neighbour_fraction": 1},
        "fixed": {"KNN": {"k": 5.0}, "ReAct": {"percentile": 90}, "projection": {"variance": 1}},
        "search_space": {"NNGuide": {"k": [10, 20]}, "projection": {"variance": [0.8, 0.9]}}}
 
@@ -34,6 +34,7 @@ def test_the_param_is_parsed_once_into_typed_frozen_settings():
     assert (t.init_points, t.n_iter, t.seed) == (2, 1, 3)
     assert t.temperatures == ("fitted", "one") and t.protocols == ("bayes", "grid")
     assert t.budgets == {"KPCA RecError": (5, 15)}
+    assert type(t.max_neighbour_fraction) is float and t.max_neighbour_fraction == 1.0
     assert t.fixed == {"KNN": {"k": 5}, "ReAct": {"percentile": 90.0}, "projection": {"variance": 1.0}}
     assert type(t.fixed["KNN"]["k"]) is int and type(t.fixed["ReAct"]["percentile"]) is float
     assert type(t.fixed["projection"]["variance"]) is float

@@ -28,7 +28,8 @@ GROUPS = ["none", "global", "class"]
 # the complete csf settings of a fit (as grid.csf_fit_config cuts them; the budgets are the schema's default)
 CSF_CFG = {"methods": None, "quirks": "strict", "temperatures": schema_default("csf/temperatures"),
            "tuning": {"init_points": 2, "n_iter": 1, "seed": 1, "budgets": schema_default("csf/tuning/budgets"),
-                      "protocols": schema_default("csf/tuning/protocols"), "grids": {}, "ood_validation": None},
+                      "protocols": schema_default("csf/tuning/protocols"), "grids": {}, "ood_validation": None,
+                      "max_neighbour_fraction": schema_default("csf/tuning/max_neighbour_fraction")},
            "fixed": {}, "search_space": {"KPCA RecError": {"n_landmarks": [40, 80]}}}
 SETS = {"val": EvalSet("val", "id", "val"),
         "test": EvalSet("test", "id", "test"),
