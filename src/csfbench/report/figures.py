@@ -35,7 +35,7 @@ from csfbench.csf.store import read_scores  # noqa: E402
 from csfbench.metrics import build_scheme, rc_curve  # noqa: E402
 
 REGIME_COLOURS = {"test": "tab:green", "near": "tab:blue", "mid": "tab:red", "far": "tab:orange",
-                  "covariate": "tab:purple", "adversarial": "tab:brown"}
+                  "semantic": "tab:olive", "covariate": "tab:purple", "adversarial": "tab:brown"}
 RC_KINDS = ("selective", "generalized")
 SETTINGS = ("clique_map_group", "table_metric", "rc_curves", "heatmap")
 HEATMAP_KEYS = ("group", "backbone", "mcd", "source", "regime")

@@ -115,6 +115,13 @@ def test_top_clique_membership_and_layer_table():
     assert set(first["members"]) == {"GEN"} and (first["mean_rank"] == 1.0).all()
 
 
+def test_every_cell_regime_has_a_colour_in_the_top_clique_map():
+    from csfbench.aggregate.cells import REGIMES
+    from csfbench.report.figures import REGIME_COLOURS
+
+    assert set(REGIME_COLOURS) == set(REGIMES)
+
+
 def test_top_clique_map_files_are_written(tmp_path):
     import json
 
