@@ -116,12 +116,15 @@ def _save_resnet18(path) -> None:
 
 def _with_resnet18(config: dict, weights) -> dict:
     """``config`` with a torchvision ResNet-18 evaluated (paradigm ``pretrained``) on the CIFAR-10 source at
-    32 pixels, under the default network-pass detectors (ODIN-IP pinned at one point of its grid)."""
+    32 pixels, under the default network-pass detectors (ODIN-IP pinned at one point of its grid, GRAM's powers
+    cut to 1..2)."""
     config["backbones"]["resnet18"] = {"library": "torchvision", "arch": {"name": "resnet18"},
                                        "paradigms": ["pretrained"], "runs": [1], "sources": ["cifar10"],
                                        "weights": {"file": str(weights)}}
     config["sources"]["cifar10"]["image_size"]["resnet18"] = 32
-    config.setdefault("network_csf", {})["odin"] = {"temperatures": [1000], "noise": [0.0014]}
+    network = config.setdefault("network_csf", {})
+    network["odin"] = {"temperatures": [1000], "noise": [0.0014]}
+    network["gram"] = {"powers": [1, 2]}  # GRAM's cost grows with its powers (the schema's default: 1..10)
     return config
 
 

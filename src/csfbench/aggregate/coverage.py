@@ -4,8 +4,9 @@ A study can go silently empty: a set whose rows reach no ranking cell (its cell 
 metrics have no rows of its scheme, or every block of the set was dropped as incomplete) would vanish
 from the rankings without a word.  :func:`set_coverage` lists, for every evaluation set with test rows in
 the results table, each cell of its source and regime (metric group × backbone × MCD flag) and whether
-the set's rows were ranked there, with the reason when they were not.  The validation split is not a
-ranked set (it selects the configurations) and is not listed.
+the set's rows were ranked there, with the reason when they were not (a backbone none of whose models is
+evaluated on the set, e.g. outside the shift study, is said so).  The validation split is not a ranked set
+(it selects the configurations) and is not listed.
 """
 from __future__ import annotations
 
@@ -14,14 +15,24 @@ from typing import Any, Iterable
 import pandas as pd
 
 from csfbench.aggregate.cells import REGIMES, cell_regimes
+from csfbench.evaluation import CONFORMAL_SCHEME, SHIFT_SCHEMES
 
 COLUMNS = ["source", "dataset", "shift_type", "regime", "group", "backbone", "mcd", "ranked", "reason"]
 
 
+#: the schemes of the CSF metric rows; other rows (ProjNorm's, whose ``covariate_sets`` pools several sets) are
+#: not rows of an evaluation set
+CSF_SCHEMES = ("misclf", *SHIFT_SCHEMES, CONFORMAL_SCHEME)
+
+
+def _set_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The test-split CSF metric rows of ``table``."""
+    return table[(table["split"] == "test") & table["scheme"].isin(CSF_SCHEMES)]
+
+
 def evaluation_sets(table: pd.DataFrame) -> pd.DataFrame:
-    """The (source, dataset, shift_type) of every set with test-split rows in ``table``, sorted."""
-    test = table.loc[table["split"] == "test", ["source", "dataset", "shift_type"]]
-    sets = test.astype(str).drop_duplicates()
+    """The (source, dataset, shift_type) of every set with test-split CSF metric rows in ``table``, sorted."""
+    sets = _set_rows(table)[["source", "dataset", "shift_type"]].astype(str).drop_duplicates()
     return sets.sort_values(["source", "dataset"], kind="stable").reset_index(drop=True)
 
 
@@ -30,12 +41,16 @@ def _block_keys(frame: pd.DataFrame, blocks: list[str]) -> set[tuple[str, ...]]:
     return set(frame[blocks].astype(str).itertuples(index=False, name=None))
 
 
-def _cell_entry(result: dict[str, Any], rows: pd.DataFrame | None, dataset: str) -> tuple[bool, str | None]:
-    """(ranked, reason) of one set in one cell: ``rows`` are the cell's ranked rows (None: none at all)."""
+def _cell_entry(result: dict[str, Any], rows: pd.DataFrame | None, dataset: str,
+                evaluated: bool) -> tuple[bool, str | None]:
+    """(ranked, reason) of one set in one cell: ``rows`` are the cell's ranked rows (None: none at all);
+    ``evaluated``: whether a model of the cell's backbone and MCD flag has metric rows of the set."""
     metrics = result["metrics"]
     mine = None if rows is None else rows[rows["dataset"].astype(str) == dataset]
     if mine is None or mine.empty:
-        return False, (f"no selected test rows of {metrics} in scheme '{result['scheme']}' for this set")
+        if not evaluated:
+            return False, "no model of this backbone (and MCD flag) is evaluated on this set"
+        return False, f"no selected test rows of {metrics} in scheme '{result['scheme']}' for this set"
     if result["status"] != "ok":
         return False, f"cell skipped: {result['reason']}"
     blocks = list(result["blocks"])
@@ -62,6 +77,9 @@ def set_coverage(table: pd.DataFrame, ranked: pd.DataFrame, results: Iterable[di
                  .set_index(["source", "dataset"])["cell_regime"].to_dict())
     rows_of = {key: part for key, part in ranked.groupby(["backbone", "mcd", "source", "cell_regime"],
                                                           observed=True, sort=False)}
+    evaluated = set(_set_rows(table)[["backbone", "mcd", "source", "dataset"]].drop_duplicates()
+                    .astype({"backbone": str, "mcd": bool, "source": str, "dataset": str})
+                    .itertuples(index=False, name=None))
     out = []
     for s in evaluation_sets(table).itertuples(index=False):
         regime = regime_of.get((s.source, s.dataset)) or _unranked_regime(table, s.source, s.dataset)
@@ -77,7 +95,8 @@ def set_coverage(table: pd.DataFrame, ranked: pd.DataFrame, results: Iterable[di
             part = rows_of.get((a["backbone"], a["mcd"], a["source"], a["regime"]))
             if part is not None:
                 part = part[part["metric"].isin(r["metrics"])]
-            ranked_here, reason = _cell_entry(r, part, s.dataset)
+            ranked_here, reason = _cell_entry(r, part, s.dataset,
+                                              (a["backbone"], a["mcd"], s.source, s.dataset) in evaluated)
             out.append({**base, "group": a["group"], "backbone": a["backbone"], "mcd": a["mcd"],
                         "ranked": ranked_here, "reason": reason})
     return pd.DataFrame(out, columns=COLUMNS)
@@ -85,7 +104,8 @@ def set_coverage(table: pd.DataFrame, ranked: pd.DataFrame, results: Iterable[di
 
 def _unranked_regime(table: pd.DataFrame, source: str, dataset: str) -> str:
     """The cell regime of a set none of whose rows was ranked, from its first test row."""
-    rows = table[(table["source"] == source) & (table["dataset"] == dataset) & (table["split"] == "test")]
+    rows = _set_rows(table)
+    rows = rows[(rows["source"] == source) & (rows["dataset"] == dataset)]
     return str(cell_regimes(rows.head(1))[0])
 
 

@@ -99,3 +99,23 @@ def test_a_regime_no_cell_takes_gets_one_row_saying_so():
     near = coverage[coverage["dataset"] == "o_near"]
     assert len(near) == 1 and not near["ranked"].iloc[0] and pd.isna(near["group"].iloc[0])
     assert near["reason"].iloc[0].startswith("no ranking cell of source 's1' takes regime 'near'")
+
+
+def test_rows_of_other_stages_are_no_evaluation_set():
+    table = synthetic_results()
+    projnorm = table[table["dataset"] == "test"].head(1).assign(dataset="covariate_sets", scheme="projnorm",
+                                                                  shift_type="covariate", metric="r2")
+    coverage, _ = _coverage(pd.concat([table, projnorm], ignore_index=True), _settings())
+    assert "covariate_sets" not in set(coverage["dataset"])
+
+
+def test_a_backbone_that_does_not_evaluate_the_set_is_named():
+    table, settings = synthetic_results(), _settings()
+    vit = table[table["dataset"] != "o_near"].assign(backbone="vit")  # the ViT models do not see o_near
+    table = pd.concat([table, vit], ignore_index=True)
+    cells = [Analysis("rc", b, False, "s1", r) for b in ("vgg13", "vit") for r in REGIMES]
+    rows = selected_ranked_rows(table, settings)
+    coverage = set_coverage(table, rows, rank_cells(rows, cells, settings))
+    near = coverage[coverage["dataset"] == "o_near"].set_index("backbone")
+    assert near.loc["vgg13", "ranked"] and not near.loc["vit", "ranked"]
+    assert near.loc["vit", "reason"] == "no model of this backbone (and MCD flag) is evaluated on this set"
