@@ -278,8 +278,11 @@ def test_summary_lists_models_and_files(micro_run):
     assert "vgg13_dg_do1_rew2.2_run1" in proc.stdout
     # per evaluation set with test rows, the ranking cells it entered: every set of the run is listed, and
     # each is ranked somewhere
-    table = pd.read_parquet(workdir / "results/results.parquet", columns=["source", "dataset", "split"])
-    sets = {(s, d) for s, d in table.loc[table["split"] == "test", ["source", "dataset"]].itertuples(index=False)}
+    # (the sets with test rows of the CSF schemes; ProjNorm's rows pool the covariate sets as `covariate_sets`)
+    table = pd.read_parquet(workdir / "results/results.parquet", columns=["source", "dataset", "split", "scheme"])
+    csf_rows = (table["split"] == "test") & table["scheme"].isin(
+        ["misclf", "correct_vs_ood", "newclass", "failure", "conformal"])
+    sets = {(s, d) for s, d in table.loc[csf_rows, ["source", "dataset"]].itertuples(index=False)}
     listed = re.findall(r"^(\S+)/(\S+) \(\w+, regime \S+\): ranked in (\d+) of (\d+) cell\(s\)$", proc.stdout, re.M)
     assert {(s, d) for s, d, _, _ in listed} == sets
     assert all(int(n) >= 1 for _, _, n, _ in listed), proc.stdout
