@@ -7,6 +7,10 @@ the results table, each cell of its source and regime (metric group × backbone 
 the set's rows were ranked there, with the reason when they were not (a backbone none of whose models is
 evaluated on the set, e.g. outside the shift study, is said so).  The validation split is not a ranked set
 (it selects the configurations) and is not listed.
+
+Only ``ranking.incomplete: drop_blocks`` drops blocks (:mod:`csfbench.aggregate.ranking`); under
+``drop_csfs`` (the default) a cell that drops CSF variants keeps every block, so each of its sets is ranked
+there (the dropped variants are in the cell's JSON and the summary, not here).
 """
 from __future__ import annotations
 
@@ -58,7 +62,8 @@ def _cell_entry(result: dict[str, Any], rows: pd.DataFrame | None, dataset: str,
     kept = _block_keys(mine, blocks) - dropped
     if not kept:
         return False, (f"every block of this set was dropped as incomplete (some CSF variant has no value); "
-                       f"{len(dropped)} dropped block(s) in the cell")
+                       f"{len(dropped)} dropped block(s) in the cell (ranking.incomplete: {result['incomplete']}; "
+                       "drop_csfs keeps the blocks and drops those CSF variants instead)")
     return True, None
 
 

@@ -28,6 +28,25 @@ all its CSF variants (:func:`csfbench.stats.rank_table`).
 Settings: the config's ``ranking`` section as :func:`csfbench.workflow.settings.validate_config` completes it
 from ``config/schema.yaml`` (every default lives there); :func:`csfbench.aggregate.cells.ranking_settings` only checks it.
 
+**Incomplete cells.** Friedman's test needs complete blocks (every entity valued in every block; Demšar
+2006, JMLR 7), and a CSF variant can be missing from some blocks (``Confidence`` exists only for the
+DeVries/ConfidNet models, not the cross-entropy ones).  ``ranking.incomplete`` says what a cell leaves out
+(:func:`leave_out`):
+
+- ``drop_csfs`` (default): rank only the CSF variants present in every block of the cell and keep every
+  block, so every dataset, paradigm and model stays in the ranking;
+- ``drop_blocks``: keep every CSF variant and drop the blocks that lack one (whole models can leave
+  the ranking, e.g. every cross-entropy block when ``Confidence`` is ranked).
+
+Every result records ``incomplete`` (the mode), ``dropped_entities`` [{entity, n_blocks_missing,
+missing_from: [block label, ...]}] (a block label is the block's ``blocks`` values joined by ``/``, e.g.
+``o_near/dg/augrc``), ``dropped_blocks`` [{block: {column: value}, missing: [entity, ...]}] and ``left_out``
+(one line saying what was dropped and why; null when nothing was), skipped cells included; a cell that
+drops anything logs that line (INFO).  When the dropping leaves fewer than two CSF variants
+(``drop_csfs``) or fewer than two blocks (``drop_blocks``) the cell is skipped with a reason naming what
+was dropped and the other mode.  The summary row has ``n_dropped_blocks``, ``n_dropped_entities`` and
+``dropped_entities`` (the dropped CSF variants, ``"; "``-joined).
+
 Every declared analysis writes a JSON and a CSV: a cell with too little data (no rows, fewer than two
 CSF variants or complete blocks, every block tied) is written with ``status: "skipped"`` and the
 reason instead of failing the job.
@@ -35,18 +54,17 @@ reason instead of failing the job.
 from __future__ import annotations
 
 import logging
-import warnings
-from dataclasses import asdict
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 from csfbench.aggregate.cells import SHIFT_TYPE, Analysis, cell_regimes, is_conformal
 from csfbench.aggregate.selection import selected_rows
 from csfbench.metrics import higher_is_better
 from csfbench.evaluation import CONFORMAL_SCHEME, ID_TEST, base_metric
-from csfbench.stats import IncompleteBlocksWarning, StatsInputError, rank_table
+from csfbench.stats import StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
 
@@ -104,25 +122,126 @@ def selected_ranked_rows(table: pd.DataFrame, settings: dict, metrics: Iterable[
     return ranked_rows(selected_rows(table) if len(table) else table, settings)
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """What a cell's ranking leaves out of its blocks × entities means (see the module docstring):
+    ``means``, the rows kept; ``entities`` and ``blocks``, the JSON's ``dropped_entities`` and
+    ``dropped_blocks``; ``reason``, the one-line ``left_out`` (None when nothing is dropped); ``skip``, the
+    reason the cell cannot be ranked after the dropping (None when it can)."""
+
+    means: pd.DataFrame
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    reason: str | None = None
+    skip: str | None = None
+
+    def fields(self, mode: str) -> dict[str, Any]:
+        """The result's keys recording what was left out under ``ranking.incomplete`` = ``mode``."""
+        return {"incomplete": mode, "dropped_entities": self.entities, "dropped_blocks": self.blocks,
+                "left_out": self.reason}
+
+
+def _presence(means: pd.DataFrame, blocks: list[str]) -> dict[tuple, set[str]]:
+    """The entities with a value in each block, keyed by the block's ``blocks`` values, blocks sorted."""
+    present = means.groupby(blocks, observed=True, sort=True)["entity"].agg(lambda names: set(names))
+    return {key if isinstance(key, tuple) else (key,): names for key, names in present.items()}
+
+
+def _missing_from(presence: dict[tuple, set[str]], entities: list[str]) -> dict[str, list[tuple]]:
+    """Every entity missing from some block → those blocks' keys (in the order of ``entities`` and blocks)."""
+    missing = {e: [key for key, present in presence.items() if e not in present] for e in entities}
+    return {e: keys for e, keys in missing.items() if keys}
+
+
+def _label(key: tuple) -> str:
+    """A block's label: its ``blocks`` values joined by ``/`` (``o_near/dg/augrc``)."""
+    return "/".join(map(str, key))
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars → plain Python values (JSON-ready block keys)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _counts(missing: dict[str, list[tuple]]) -> str:
+    """``Confidence (4 blocks), fDBD (1 block)``: each entity and the number of blocks it is missing from."""
+    return ", ".join(f"{e} ({len(keys)} block{'s' if len(keys) != 1 else ''})" for e, keys in missing.items())
+
+
+def _drop_csfs(means: pd.DataFrame, blocks: list[str]) -> LeftOut:
+    """``drop_csfs``: the entities missing from some block are dropped, every block is kept."""
+    presence = _presence(means, blocks)
+    entities = sorted(set().union(*presence.values()))
+    missing = _missing_from(presence, entities)
+    if not missing:
+        return LeftOut(means)
+    kept = [e for e in entities if e not in missing]
+    dropped = [{"entity": e, "n_blocks_missing": len(keys), "missing_from": [_label(k) for k in keys]}
+               for e, keys in missing.items()]
+    reason = (f"dropped {len(missing)} of {len(entities)} CSF variant(s) missing from some of the "
+              f"{len(presence)} blocks: {_counts(missing)}; every block kept (ranking.incomplete: drop_csfs)")
+    skip = None if len(kept) >= 2 else (
+        f"ranking needs at least 2 CSF variants present in every block; {len(kept)} of {len(entities)} are "
+        f"{kept} after dropping {_counts(missing)} missing from some of the {len(presence)} blocks of {blocks} "
+        "(ranking.incomplete: drop_csfs; drop_blocks keeps them and drops the incomplete blocks instead)")
+    return LeftOut(means[means["entity"].isin(kept)], dropped, [], reason, skip)
+
+
+def _drop_blocks(means: pd.DataFrame, blocks: list[str]) -> LeftOut:
+    """``drop_blocks``: the blocks lacking some entity are dropped, every entity is kept."""
+    presence = _presence(means, blocks)
+    entities = sorted(set().union(*presence.values()))
+    incomplete = {key: [e for e in entities if e not in present]
+                  for key, present in presence.items() if len(present) < len(entities)}
+    if not incomplete:
+        return LeftOut(means)
+    dropped = [{"block": {b: _plain(v) for b, v in zip(blocks, key)}, "missing": names}
+               for key, names in incomplete.items()]
+    lacking = _counts(_missing_from(presence, entities))
+    reason = (f"dropped {len(incomplete)} of {len(presence)} blocks lacking a CSF variant: {lacking}; every CSF "
+              "variant kept (ranking.incomplete: drop_blocks)")
+    n_kept = len(presence) - len(incomplete)
+    skip = None if n_kept >= 2 else (
+        f"ranking needs at least 2 complete blocks (every CSF variant present); {n_kept} of {len(presence)} "
+        f"blocks of {blocks} remain after dropping those lacking {lacking} (ranking.incomplete: drop_blocks; "
+        "drop_csfs keeps the blocks and drops those CSF variants instead)")
+    keep = ~pd.MultiIndex.from_frame(means[blocks]).isin(list(incomplete))
+    return LeftOut(means[keep], [], dropped, reason, skip)
+
+
+LEAVE_OUT = {"drop_csfs": _drop_csfs, "drop_blocks": _drop_blocks}
+
+
+def leave_out(means: pd.DataFrame, blocks: list[str], mode: str) -> LeftOut:
+    """Make ``means`` (one ``value`` per block × ``entity``) a complete design under ``ranking.incomplete``
+    = ``mode`` (``drop_csfs`` or ``drop_blocks``, see the module docstring)."""
+    return LEAVE_OUT[mode](means, blocks)
+
+
 def run_analysis(rows: pd.DataFrame | None, analysis: Analysis, settings: dict) -> dict[str, Any]:
     """Rank one cell (``rows``: its :func:`ranked_rows`, or None); a JSON-ready dict with ``status``."""
     metrics = list(settings["metric_groups"][analysis.group])
+    mode = settings["incomplete"]
     header = {"analysis": asdict(analysis), "metrics": metrics, "blocks": list(settings["blocks"]),
               "scheme": ranked_scheme(metrics, SHIFT_TYPE[analysis.regime], settings)}
     if rows is None or rows.empty:
         return {**header, "status": "skipped", "reason": f"no selected rows for regime '{analysis.regime}' of "
-                f"{analysis.backbone} ({'MCD' if analysis.mcd else 'non-MCD'}) on {analysis.source} with metrics {metrics}"}
+                f"{analysis.backbone} ({'MCD' if analysis.mcd else 'non-MCD'}) on {analysis.source} with metrics {metrics}",
+                **LeftOut(pd.DataFrame()).fields(mode)}
     blocks = list(settings["blocks"])
     means = rows.groupby(blocks + ["entity"], as_index=False, observed=True, sort=False)["value"].mean()
+    left = leave_out(means, blocks, mode)
+    if left.reason:
+        log.info("%s: %s", analysis.name, left.reason)
+    if left.skip:
+        return {**header, "status": "skipped", "reason": left.skip, **left.fields(mode)}
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", IncompleteBlocksWarning)  # the dropped blocks are in the result
-            result = rank_table(means, blocks, "entity", "value", alpha=settings["alpha"],
-                                p_adjust=settings["p_adjust"], higher_is_better=higher_is_better(metrics[0]),
-                                omnibus_gate=settings["omnibus_gate"])
+        result = rank_table(left.means, blocks, "entity", "value", alpha=settings["alpha"],
+                            p_adjust=settings["p_adjust"], higher_is_better=higher_is_better(metrics[0]),
+                            omnibus_gate=settings["omnibus_gate"])
     except StatsInputError as err:
-        return {**header, "status": "skipped", "reason": str(err)}
-    return {**header, "status": "ok", "reason": None, **result}
+        return {**header, "status": "skipped", "reason": str(err), **left.fields(mode)}
+    return {**header, "status": "ok", "reason": None, **result, **left.fields(mode)}
 
 
 def ranking_frame(result: dict[str, Any]) -> pd.DataFrame:
@@ -142,7 +261,9 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
     return {"group": a["group"], "backbone": a["backbone"], "mcd": a["mcd"], "source": a["source"],
             "regime": a["regime"], "status": result["status"], "reason": result["reason"],
             "n_entities": len(result["mean_ranks"]) if ok else 0, "n_blocks": result["n_blocks"] if ok else 0,
-            "n_dropped_blocks": len(result["dropped_blocks"]) if ok else 0,
+            "n_dropped_blocks": len(result["dropped_blocks"]),
+            "n_dropped_entities": len(result["dropped_entities"]),
+            "dropped_entities": "; ".join(d["entity"] for d in result["dropped_entities"]),
             "friedman_chi2": result["friedman"]["statistic"] if ok else None,
             "friedman_p": result["friedman"]["pvalue"] if ok else None,
             "iman_davenport_f": result["iman_davenport"]["statistic"] if ok else None,

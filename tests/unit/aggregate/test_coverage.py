@@ -78,17 +78,33 @@ def test_a_set_without_rows_of_the_cells_metric_says_so():
                                                   "'correct_vs_ood' for this set")
 
 
-def test_a_set_whose_blocks_are_all_dropped_is_not_ranked():
-    # both semantic sets in one cell (neither has a regime); GEN has no value on o_far, so o_far's blocks
-    # are incomplete and dropped while o_near's still rank the cell
+def _without_gen_on_far() -> pd.DataFrame:
+    """Both semantic sets in one cell (neither has a regime); GEN has no value on o_far."""
     table = _without_regime(_without_regime(synthetic_results(), "o_far"), "o_near")
-    table = table[~((table["dataset"] == "o_far") & (table["csf"] == "GEN"))]
-    coverage, _ = _coverage(table, _settings())
+    return table[~((table["dataset"] == "o_far") & (table["csf"] == "GEN"))]
+
+
+def test_a_set_whose_blocks_are_all_dropped_is_not_ranked():
+    # drop_blocks: o_far's blocks are incomplete and dropped while o_near's still rank the cell
+    coverage, _ = _coverage(_without_gen_on_far(), _settings(incomplete="drop_blocks"))
     far = coverage[coverage["dataset"] == "o_far"]
     near = coverage[coverage["dataset"] == "o_near"]
     assert near["ranked"].all()
     assert not far["ranked"].any()
     assert far["reason"].str.startswith("every block of this set was dropped as incomplete").all()
+    assert (far["reason"].str.contains("4 dropped block(s) in the cell (ranking.incomplete: drop_blocks;",
+                                       regex=False)).all()
+
+
+def test_a_set_lacking_a_csf_is_ranked_when_the_csf_is_dropped():
+    # the default (drop_csfs) drops GEN and keeps o_far's 4 blocks (2 paradigms × 2 metrics) in both cells
+    coverage, results = _coverage(_without_gen_on_far(), _settings())
+    assert coverage["ranked"].all() and coverage["reason"].isna().all()
+    semantic = [r for r in results if r["analysis"]["regime"] == "semantic"]
+    assert len(semantic) == 2 and all(r["status"] == "ok" and r["dropped_blocks"] == [] for r in semantic)
+    missing = ["o_far/confidnet/augrc", "o_far/confidnet/aurc", "o_far/dg/augrc", "o_far/dg/aurc"]
+    assert all(r["dropped_entities"] == [{"entity": "GEN", "n_blocks_missing": 4, "missing_from": missing}]
+               and r["n_blocks"] == 8 for r in semantic)
 
 
 def test_a_regime_no_cell_takes_gets_one_row_saying_so():

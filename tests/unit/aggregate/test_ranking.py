@@ -41,7 +41,7 @@ def test_blocks_are_dataset_paradigm_metric_with_runs_averaged():
     (result,) = results
     assert result["status"] == "ok"
     # one near dataset × 2 paradigms × 2 metrics; runs averaged into one block value
-    assert result["n_blocks"] == 4 and result["dropped_blocks"] == []
+    assert result["n_blocks"] == 4 and result["dropped_blocks"] == [] and result["dropped_entities"] == []
     # every block ranks GEN < MSR < MSR global < Energy (Energy's selected dropout-0 rows add 0.05)
     assert list(result["mean_ranks"]) == ["GEN", "MSR", "MSR global", "Energy"]
     assert list(result["mean_ranks"].values()) == [1.0, 2.0, 3.0, 4.0]
@@ -92,12 +92,116 @@ def test_degenerate_cells_are_skipped_with_a_reason():
     assert skipped["status"] == "skipped" and "no selected rows" in skipped["reason"]
 
 
-def test_incomplete_blocks_are_dropped_and_listed():
+def test_incomplete_blocks_are_dropped_and_listed_under_drop_blocks():
     table = synthetic_results()
     table = table[~((table.csf == "GEN") & (table.paradigm == "dg") & (table.dataset == "o_near"))]
-    (result,) = rank_results(table, [Analysis("rc", "vgg13", False, "s1", "near")], ranking_settings(_ranking()))
+    cell = Analysis("rc", "vgg13", False, "s1", "near")
+    (result,) = rank_results(table, [cell], ranking_settings(_ranking(incomplete="drop_blocks")))
     assert result["n_blocks"] == 2 and len(result["dropped_blocks"]) == 2
     assert all(d["missing"] == ["GEN"] and d["block"]["paradigm"] == "dg" for d in result["dropped_blocks"])
+    assert result["dropped_entities"] == [] and list(result["mean_ranks"]) == ["GEN", "MSR", "MSR global", "Energy"]
+    # the default keeps the 4 blocks (o_near × 2 paradigms × 2 metrics) and drops GEN instead
+    (default,) = rank_results(table, [cell], ranking_settings(_ranking()))
+    assert default["n_blocks"] == 4 and default["dropped_blocks"] == []
+    assert default["dropped_entities"] == [{"entity": "GEN", "n_blocks_missing": 2,
+                                            "missing_from": ["o_near/dg/augrc", "o_near/dg/aurc"]}]
+    assert list(default["mean_ranks"]) == ["MSR", "MSR global", "Energy"]
+
+
+# CSF variants × blocks (dataset, paradigm; metric augrc): Confidence exists only for the confidnet models,
+# as for the real DeVries/ConfidNet vs cross-entropy split; values are the metric values (lower = better)
+CONFIDENCE_VALUES = {("d0", "confidnet"): {"Confidence": 0.01, "MSR": 0.02, "GEN": 0.03},
+                     ("d1", "confidnet"): {"Confidence": 0.01, "GEN": 0.02, "MSR": 0.03},
+                     ("d0", "ce"): {"MSR": 0.02, "GEN": 0.03},
+                     ("d1", "ce"): {"MSR": 0.02, "GEN": 0.03}}
+CE_CELL = Analysis("augrc", "vgg13", False, "s1", "near")
+
+
+def _confidence_rows(values=CONFIDENCE_VALUES) -> pd.DataFrame:
+    """Two runs per block value (±0.001, so the block mean is the value)."""
+    return pd.DataFrame([{"dataset": dataset, "paradigm": paradigm, "metric": "augrc", "run": run,
+                          "entity": entity, "value": value + 0.001 * sign}
+                         for (dataset, paradigm), entities in values.items() for entity, value in entities.items()
+                         for run, sign in ((1, -1), (2, 1))])
+
+
+def test_by_default_a_csf_missing_from_some_blocks_is_dropped_and_every_block_kept(caplog):
+    with caplog.at_level("INFO", logger="csfbench.aggregate.ranking"):
+        result = run_analysis(_confidence_rows(), CE_CELL, _ranking())
+    assert result["status"] == "ok" and result["incomplete"] == "drop_csfs"
+    # 4 blocks of MSR and GEN: MSR ranks 1, 2, 1, 1 (mean 1.25), GEN 2, 1, 2, 2 (mean 1.75);
+    # Q = 12N/(k(k+1)) Σ R̄² − 3N(k+1) = 8 (1.25² + 1.75²) − 36 = 1, F_F = (N−1)Q / (N(k−1) − Q) = 3 / 3 = 1
+    assert result["n_blocks"] == 4 and result["mean_ranks"] == {"MSR": 1.25, "GEN": 1.75}
+    assert result["friedman"]["statistic"] == pytest.approx(1.0)
+    assert result["iman_davenport"]["statistic"] == pytest.approx(1.0)
+    assert result["dropped_blocks"] == []
+    assert result["dropped_entities"] == [{"entity": "Confidence", "n_blocks_missing": 2,
+                                           "missing_from": ["d0/ce/augrc", "d1/ce/augrc"]}]
+    left_out = ("dropped 1 of 3 CSF variant(s) missing from some of the 4 blocks: Confidence (2 blocks); "
+                "every block kept (ranking.incomplete: drop_csfs)")
+    assert result["left_out"] == left_out
+    assert caplog.messages == [f"{CE_CELL.name}: {left_out}"]
+    row = summary_row(result)
+    assert (row["n_entities"], row["n_blocks"], row["n_dropped_blocks"]) == (2, 4, 0)
+    assert row["n_dropped_entities"] == 1 and row["dropped_entities"] == "Confidence"
+    assert json.loads(json.dumps(result)) == result  # JSON-ready
+
+
+def test_drop_blocks_keeps_every_csf_and_drops_the_blocks_lacking_one():
+    result = run_analysis(_confidence_rows(), CE_CELL, _ranking(incomplete="drop_blocks"))
+    assert result["status"] == "ok" and result["incomplete"] == "drop_blocks"
+    # the 2 confidnet blocks: Confidence ranks 1, 1; MSR 2, 3; GEN 3, 2 → Q = 12·2/12 (1 + 2·2.5²) − 24 = 3
+    assert result["n_blocks"] == 2 and result["mean_ranks"] == {"Confidence": 1.0, "GEN": 2.5, "MSR": 2.5}
+    assert result["friedman"]["statistic"] == pytest.approx(3.0)
+    assert result["dropped_entities"] == []
+    assert result["dropped_blocks"] == [
+        {"block": {"dataset": "d0", "paradigm": "ce", "metric": "augrc"}, "missing": ["Confidence"]},
+        {"block": {"dataset": "d1", "paradigm": "ce", "metric": "augrc"}, "missing": ["Confidence"]}]
+    assert result["left_out"] == ("dropped 2 of 4 blocks lacking a CSF variant: Confidence (2 blocks); every CSF "
+                                  "variant kept (ranking.incomplete: drop_blocks)")
+    row = summary_row(result)
+    assert (row["n_entities"], row["n_blocks"], row["n_dropped_blocks"]) == (3, 2, 2)
+    assert row["n_dropped_entities"] == 0 and row["dropped_entities"] == ""
+
+
+def test_a_cell_left_with_fewer_than_two_csfs_or_blocks_is_skipped_naming_what_was_dropped():
+    # GEN only in the ce blocks, Confidence only in the confidnet blocks: only MSR is in every block
+    values = {key: {e: v for e, v in entities.items() if not (e == "GEN" and key[1] == "confidnet")}
+              for key, entities in CONFIDENCE_VALUES.items()}
+    dropped = run_analysis(_confidence_rows(values), CE_CELL, _ranking())
+    assert dropped["status"] == "skipped"
+    assert dropped["reason"] == (
+        "ranking needs at least 2 CSF variants present in every block; 1 of 3 are ['MSR'] after dropping "
+        "Confidence (2 blocks), GEN (2 blocks) missing from some of the 4 blocks of ['dataset', 'paradigm', "
+        "'metric'] (ranking.incomplete: drop_csfs; drop_blocks keeps them and drops the incomplete blocks instead)")
+    assert [(d["entity"], d["missing_from"]) for d in dropped["dropped_entities"]] == [
+        ("Confidence", ["d0/ce/augrc", "d1/ce/augrc"]), ("GEN", ["d0/confidnet/augrc", "d1/confidnet/augrc"])]
+    row = summary_row(dropped)
+    assert (row["n_entities"], row["n_dropped_entities"], row["dropped_entities"]) == (0, 2, "Confidence; GEN")
+    # drop_blocks: every block lacks Confidence or GEN
+    blocks = run_analysis(_confidence_rows(values), CE_CELL, _ranking(incomplete="drop_blocks"))
+    assert blocks["status"] == "skipped" and len(blocks["dropped_blocks"]) == 4
+    assert blocks["reason"] == (
+        "ranking needs at least 2 complete blocks (every CSF variant present); 0 of 4 blocks of ['dataset', "
+        "'paradigm', 'metric'] remain after dropping those lacking Confidence (2 blocks), GEN (2 blocks) "
+        "(ranking.incomplete: drop_blocks; drop_csfs keeps the blocks and drops those CSF variants instead)")
+    assert summary_row(blocks)["n_dropped_blocks"] == 4
+
+
+@pytest.mark.parametrize("mode", ["drop_csfs", "drop_blocks"])
+def test_a_complete_cell_records_that_nothing_was_left_out(mode, caplog):
+    complete = {key: {**entities, "Confidence": 0.01} for key, entities in CONFIDENCE_VALUES.items()}
+    with caplog.at_level("INFO", logger="csfbench.aggregate.ranking"):
+        result = run_analysis(_confidence_rows(complete), CE_CELL, _ranking(incomplete=mode))
+    assert result["status"] == "ok" and result["n_blocks"] == 4 and len(result["mean_ranks"]) == 3
+    assert (result["incomplete"], result["dropped_entities"], result["dropped_blocks"], result["left_out"]) == (
+        mode, [], [], None)
+    assert caplog.messages == []
+    row = summary_row(result)
+    assert (row["n_dropped_entities"], row["dropped_entities"], row["n_dropped_blocks"]) == (0, "", 0)
+    empty = run_analysis(None, CE_CELL, _ranking(incomplete=mode))
+    assert (empty["incomplete"], empty["dropped_entities"], empty["dropped_blocks"], empty["left_out"]) == (
+        mode, [], [], None)
 
 
 def test_settings_are_checked():
@@ -117,7 +221,7 @@ def test_settings_are_checked():
 
 def test_schema_defaults_are_the_paper_compatible_settings():
     defaults = _ranking()
-    assert defaults == {"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False,
+    assert defaults == {"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False, "incomplete": "drop_csfs",
                         "blocks": ["dataset", "paradigm", "metric"],
                         "metric_groups": {"rc": ["augrc", "aurc"], "augrc": ["augrc"], "aurc": ["aurc"]},
                         "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf",

@@ -149,7 +149,7 @@ def test_conformal_rows_follow_the_selection_of_their_base_metric():
 
 def test_rankings_run_on_a_conformal_metric_group():
     table = _table(np.random.default_rng(3))
-    settings = ranking_settings({"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False,
+    settings = ranking_settings({"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False, "incomplete": "drop_csfs",
                                  "blocks": ["dataset", "paradigm", "metric"],
                                  "metric_groups": {"conformal_auroc": ["auroc@dkwm@0.05"]},
                                  "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf",
@@ -162,7 +162,8 @@ def test_rankings_run_on_a_conformal_metric_group():
 
 def test_a_conformal_group_ranks_the_conformal_rows_and_a_classical_group_its_scheme():
     table = _table(np.random.default_rng(3))
-    base = {"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False, "blocks": ["dataset", "paradigm", "metric"],
+    base = {"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False, "incomplete": "drop_csfs",
+            "blocks": ["dataset", "paradigm", "metric"],
             "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf", "adversarial": "misclf"}}
     settings = ranking_settings({**base, "metric_groups": {"c": ["auroc@dkwm@0.05"], "a": ["auroc"]}})
     rows = selected_ranked_rows(table, settings)
