@@ -40,7 +40,8 @@ value     metric value
 
 (``category_metrics(...).assign(method=…, task=…, arch=…, run=…, category=…)`` gives such rows.)
 The deviation of a category cell is taken over all its runs at once (task × arch × run; the paper
-does not say whether it is flat or nested), with ``ddof`` (default 1).
+does not say whether it is flat or nested), with ``ddof`` (default 1; NaN for a single run), and the
+tables give the number of runs averaged beside it.
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ import pandas as pd
 
 from csfbench.metrics import build_scheme, evaluate
 from csfbench.metrics._inputs import finite_1d
+from csfbench.report.spread import mean_sd_n
 
 #: the ``subset`` value of a row holding the metric of a category's pooled sub-datasets
 POOLED = "(pooled)"
@@ -60,6 +62,8 @@ ICONIC_METRICS = ("auroc", "fpr95", "fpr95_failure_positive", "fpr99", "fpr99_fa
 AGGREGATIONS = ("averaged", "pooled")
 INPUT_COLUMNS = ("method", "task", "arch", "run", "category", "subset", "metric", "value")
 _RUN = ["method", "task", "arch", "run", "category", "metric"]
+#: the statistics of a cell of :func:`iconic_table`
+STATS = ("mean", "std", "n")
 
 
 def category_metrics(id_confidence, subsets: Mapping[str, np.ndarray], metrics: Sequence[str] = ICONIC_METRICS,
@@ -113,18 +117,20 @@ def iconic_summary(frame: pd.DataFrame, ddof: int = 1) -> pd.DataFrame:
     with sub-datasets the row belongs to), ``category`` (the categories in order of first
     appearance, then :data:`AVERAGE`), ``aggregation`` (``"single"``, ``"averaged"`` or
     ``"pooled"`` for a category; ``view`` for the Average), ``metric``, ``mean``, ``std`` and ``n``
-    (runs for a category, categories for the Average).  Category cells: mean and ``ddof`` std over
-    the runs.  Average: the unweighted mean of the view's category means and their std with ddof 1.
+    (runs for a category, categories for the Average; a missing value is not counted).  Category cells:
+    mean and ``ddof`` std over the runs (:func:`csfbench.report.spread.mean_sd_n`; NaN for a single run
+    with ddof 1).  Average: the unweighted mean of the view's category means and their std with ddof 1.
+    The ``mean`` / ``std`` names are the paper's "mean ± std"; the report's other tables call the pair
+    ``<name>`` / ``<name>_sd``.
     """
     values = _category_values(frame)
     order = list(dict.fromkeys(frame["category"]))
     out = []
     for view in AGGREGATIONS:
         chosen = values[values["aggregation"].isin(("single", view))]
-        cells = (chosen.groupby(["method", "category", "aggregation", "metric"], sort=False)["value"]
-                 .agg(mean="mean", std=lambda v: v.std(ddof=ddof), n="size").reset_index())
-        average = (cells.groupby(["method", "metric"], sort=False)["mean"]
-                   .agg(mean="mean", std=lambda v: v.std(ddof=1), n="size").reset_index()
+        cells = mean_sd_n(chosen, ["method", "category", "aggregation", "metric"], ddof=ddof, count="n").rename(
+            columns={"value": "mean", "value_sd": "std"})
+        average = (mean_sd_n(cells, ["method", "metric"], "mean", count="n").rename(columns={"mean_sd": "std"})
                    .assign(category=AVERAGE, aggregation=view))
         both = pd.concat([cells, average], ignore_index=True).assign(view=view)
         both["category"] = pd.Categorical(both["category"], categories=[*order, AVERAGE], ordered=True)
@@ -144,7 +150,8 @@ def iconic_table(frame: pd.DataFrame, aggregation: str = "averaged", ddof: int =
     """ICONIC-444's Table 4/10 shape for one reading of the sub-dataset categories.
 
     Index: method (order of first appearance); columns: a MultiIndex ``(category, metric, stat)``
-    with stat ``mean`` / ``std``, the categories in order of first appearance then ``"Average"``.
+    with stat ``mean`` / ``std`` / ``n`` (the runs averaged; for ``"Average"`` the categories), the
+    categories in order of first appearance then ``"Average"``.
     A category with sub-datasets is labelled ``"<category> (averaged)"`` or
     ``"<category> (pooled)"`` after ``aggregation``.  See :func:`iconic_summary`.
     """
@@ -158,8 +165,9 @@ def iconic_table(frame: pd.DataFrame, aggregation: str = "averaged", ddof: int =
     columns = list(dict.fromkeys(summary["label"]))
     metrics = list(dict.fromkeys(summary["metric"]))
     methods = list(dict.fromkeys(summary["method"]))
-    wide = summary.pivot(index="method", columns=["label", "metric"], values=["mean", "std"])
+    wide = summary.pivot(index="method", columns=["label", "metric"], values=list(STATS))
     wide = wide.reorder_levels([1, 2, 0], axis=1)
     wide.columns = wide.columns.set_names(["category", "metric", "stat"])
-    ordered = [(c, m, s) for c in columns for m in metrics for s in ("mean", "std") if (c, m, s) in wide.columns]
-    return wide.loc[methods, ordered]
+    ordered = [(c, m, s) for c in columns for m in metrics for s in STATS if (c, m, s) in wide.columns]
+    counts = [c for c in ordered if c[2] == "n"]
+    return wide.loc[methods, ordered].astype({c: "Int64" for c in counts})

@@ -13,9 +13,9 @@ metric, value``; every metric is dimensionless, ≥ 0 and lower = more collapse.
 not depend on the regime and repeat in every regime.
 
 NC table (per source, CSV + LaTeX): the records averaged over runs, paradigms and rewards, grouped by
-(backbone, dropout, regime) as in the authors' aggregation; one column per metric in
-:data:`csfbench.geometry.neural_collapse.METRICS` order
-and ``n_models``, the number of models averaged.
+(backbone, dropout, regime) as in the authors' aggregation; ``n_models``, the number of models averaged, and
+per metric in :data:`csfbench.geometry.neural_collapse.METRICS` order its mean and ``<metric>_sd``, the
+standard deviation over those models (ddof = 1; NaN for a single model).
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import pandas as pd
 
 from csfbench.aggregate.results_table import read_columns
 from csfbench.geometry.neural_collapse import METRICS, REGIMES, nc_regimes
+from csfbench.report.spread import mean_sd_n, wide_spread
 from csfbench.specs import ModelSpec
 
 ID_COLUMNS = ["source", "model", "backbone", "paradigm", "dropout", "reward", "run"]
@@ -88,20 +89,21 @@ def read_records(paths: list[str | Path]) -> pd.DataFrame:
 
 
 def nc_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Mean of each metric over runs, paradigms and rewards per (backbone, dropout, regime).
+    """Mean of each metric over runs, paradigms and rewards per (backbone, dropout, regime), with its spread.
 
     Rows sorted by backbone, dropout and regime (in :data:`REGIMES` order); columns ``TABLE_KEYS``,
-    ``n_models`` and the metrics in :data:`~csfbench.geometry.neural_collapse.METRICS` order.
+    ``n_models`` (the models averaged) and, per metric in :data:`~csfbench.geometry.neural_collapse.METRICS`
+    order, its mean and ``<metric>_sd``, the standard deviation over those models (ddof = 1, NaN for a single
+    model; dimensionless like the metric).
     """
     unknown = sorted(set(records["regime"]) - set(REGIMES)) + sorted(set(records["metric"]) - set(METRICS))
     if unknown:
         raise ValueError(f"NC records hold unknown regimes/metrics {unknown}")
-    wide = records.pivot_table(index=TABLE_KEYS, columns="metric", values="value", aggfunc="mean")
+    wide = wide_spread(mean_sd_n(records, [*TABLE_KEYS, "metric"]), TABLE_KEYS, "metric", "value", METRICS)
     counts = records.groupby(TABLE_KEYS)["model"].nunique().rename("n_models")
-    table = pd.concat([counts, wide[list(METRICS)]], axis=1).reset_index()
+    table = pd.concat([counts, wide], axis=1).reset_index()
     table["regime"] = pd.Categorical(table["regime"], categories=REGIMES, ordered=True)
     table = table.sort_values(TABLE_KEYS, ignore_index=True)
     table["regime"] = table["regime"].astype(str)
     table.columns.name = None
     return table
-

@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from csfbench.report.spread import mean_sd_n, spread_pairs, wide_spread  # noqa: E402
+
 RANDOM_CHECK_COLUMNS = ["csf", "shift_set", "auroc", "signed", "deviation", "n_id", "n_shift", "model"]
 
 
@@ -20,17 +22,25 @@ def pair_label(id_set: str, ood_set: str) -> str:
 
 def pair_grid(cells: pd.DataFrame, reference: str) -> pd.DataFrame:
     """Table 1's shape: one row per CSF, per pair the new-class AUROC (every ID-role sample positive, every
-    OOD-role sample negative) as the mean over the models of ``cells`` (decomposition rows), and
-    ``"{pair} Δ"``: its difference to the ``reference`` CSF's mean (absent when the reference was not run)."""
+    OOD-role sample negative; a fraction) as the mean over the models of ``cells`` (decomposition rows), and
+    ``"{pair} Δ"``: its change against the ``reference`` CSF, the mean over the models of the per-model
+    difference (AUROC − the reference's on the same model and pair; the difference of the means when both were
+    run on the same models), absent when the reference was not run.  Each mean is followed by its standard
+    deviation over the models (``…_sd``, ddof = 1, NaN for a single model); ``n_models`` counts the CSF's
+    models (a pair some model lacks averages fewer)."""
     if cells.empty:
         return pd.DataFrame()
-    means = _per_pair(cells, "newclass")
-    table = pd.DataFrame(index=means.index)
-    for pair in means.columns:
-        table[pair] = means[pair]
-        if reference in means.index:
-            table[f"{pair} Δ"] = means[pair] - means.loc[reference, pair]
-    return table
+    labelled = cells.assign(pair=[pair_label(i, o) for i, o in zip(cells["id_set"], cells["ood_set"])],
+                            value=cells["newclass"])
+    pairs = list(dict.fromkeys(labelled["pair"]))
+    parts = [labelled]
+    if reference in set(labelled["csf"]):
+        ref = labelled.loc[labelled["csf"] == reference, ["model", "pair", "value"]]
+        paired = labelled.merge(ref, on=["model", "pair"], suffixes=("", "_ref"))
+        parts.append(paired.assign(pair=paired["pair"] + " Δ", value=paired["value"] - paired["value_ref"]))
+    spread = mean_sd_n(pd.concat(parts, ignore_index=True), ["csf", "pair"])
+    table = wide_spread(spread, "csf", "pair", "value", [f"{p}{suffix}" for p in pairs for suffix in ("", " Δ")])
+    return table.assign(n_models=labelled.groupby("csf")["model"].nunique())
 
 
 def empty_random_check() -> pd.DataFrame:
@@ -64,7 +74,7 @@ def _per_pair(cells: pd.DataFrame, value: str) -> pd.DataFrame:
 def plot_analyses(grid: pd.DataFrame, random_check: pd.DataFrame, source: str, reference: str) -> plt.Figure:
     """Left: the pair grid as a heatmap (CSF × pair, mean new-class AUROC); right: the random-network check,
     |AUROC − 0.5| per CSF (mean over random networks and shifted sets), or a note that there is none."""
-    pairs = [c for c in grid.columns if not c.endswith(" Δ")] if len(grid) else []
+    pairs = [c for c in spread_pairs(grid.columns) if not c.endswith(" Δ")]
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 4 + 0.6 * len(pairs)), 0.25 * max(len(grid), 8) + 2),
                                       gridspec_kw={"width_ratios": [max(len(pairs), 1), 2]})
     if pairs:

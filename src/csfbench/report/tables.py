@@ -3,7 +3,8 @@
 
 - :func:`best_metric_table`: Table 2 analogue, best run-mean value (default AUGRC, ×1000) per backbone,
   source and evaluation set among the validation-selected configurations, non-MCD and MCD separately,
-  with the CSF variant and paradigm achieving it;
+  with its spread over runs (ddof-1 deviation, number of runs), its bootstrap interval where it is a single
+  run, and the CSF variant and paradigm achieving it;
 - :func:`selected_configuration_table`: Table 8 (selected dropout flag) and Table 10 (selected DG
   reward) analogues from the validation-based selection, CSF × (paradigm, projection), ``-`` = no such
   variant;
@@ -24,17 +25,34 @@ from typing import Any, Iterable, NamedTuple
 import pandas as pd
 
 from csfbench.atomic import atomic_path
+from csfbench.report.spread import SD_SUFFIX, fold_spread, mean_sd_n
 
 DISPLAY_SCALE = {"aurc": 1000.0, "augrc": 1000.0}  # the papers' tables show AURC/AUGRC ×1000
 _BEST_KEYS = ["backbone", "source", "dataset", "cell_regime"]
+#: the bootstrap interval of a results row (:func:`csfbench.evaluation.metric_rows`; NaN where none was computed)
+INTERVAL_COLUMNS = ["ci_low", "ci_high", "n_boot", "ci_level"]
+#: the columns of one mode (suffix ``_mcd`` for MC dropout) of :func:`best_metric_table`
+_BEST_COLUMNS = ["best", "best_sd", "n_runs", "ci_low", "ci_high", "ci_level", "n_boot", "paradigm", "csf"]
 
 
 def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.DataFrame:
     """Table 2 analogue: per (backbone, source, evaluation set), the best run-mean ``metric`` over
     (paradigm, CSF variant) of the selected configurations, without and with MCD (``*_mcd`` columns,
-    empty where the backbone has no MCD rows). Values are ×1000 for AURC/AUGRC; best = lowest unless
-    the metric is higher-is-better. Ties go to the paradigm, then the variant, that sorts first.
-    ``ranking``: the config's complete ``ranking`` section (its ``schemes`` choose the ranked rows)."""
+    empty where the backbone has no MCD rows).  Best = lowest unless the metric is higher-is-better; ties go
+    to the paradigm, then the variant, that sorts first.  ``ranking``: the config's complete ``ranking``
+    section (its ``schemes`` choose the ranked rows).
+
+    Columns per mode (suffix ``""`` or ``"_mcd"``: ``best_mcd``, ``best_mcd_sd``, ``n_runs_mcd``, …):
+    ``best`` (the mean over the runs of the winning paradigm and variant), ``best_sd`` (the standard
+    deviation of those runs' values, ddof = 1, NaN for a single run), ``n_runs`` (the runs averaged: training
+    seeds of the selected configuration), ``ci_low`` / ``ci_high`` (the bootstrap interval of the results
+    rows, :data:`INTERVAL_COLUMNS`, at level ``ci_level`` with ``n_boot`` replicates: given only where
+    ``n_runs`` is 1, NaN otherwise), ``paradigm`` and ``csf``.
+    ``best``, ``best_sd``, ``ci_low`` and ``ci_high`` are in the metric's units, ×1000 for AURC/AUGRC
+    (:data:`DISPLAY_SCALE`).  Each run's interval is one model's test-set sampling interval; the mean of the
+    runs' bounds is no interval of the run mean (it ignores that averaging shrinks the sampling error and
+    leaves out the seed-to-seed spread), so several runs are described by ``best_sd`` instead.  Results
+    without the interval columns (older runs) give NaN intervals."""
     # imported here, not at the top: the ranking statistics would cost every job that only writes a table
     # (:func:`write_table`) ~1 s of start-up
     from csfbench.aggregate.cells import ranking_settings
@@ -45,21 +63,36 @@ def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.Dat
     rows = selected_ranked_rows(table, settings, [metric])
     if rows.empty:
         raise ValueError(f"the results table has no selected test rows of metric '{metric}'")
-    means = rows.groupby(_BEST_KEYS + ["mcd", "paradigm", "entity"], as_index=False, observed=True)["value"].mean()
+    rows = rows.assign(**{c: pd.to_numeric(rows[c]) if c in rows.columns else float("nan") for c in INTERVAL_COLUMNS})
+    keys = _BEST_KEYS + ["mcd", "paradigm", "entity"]
+    means = mean_sd_n(rows, keys).merge(
+        rows.groupby(keys, as_index=False, observed=True)[INTERVAL_COLUMNS].first(), on=keys)
+    means = means.assign(**{c: means[c].where(means["n_runs"] == 1) for c in INTERVAL_COLUMNS})
     ascending = not higher_is_better(metric)
     means = means.sort_values(_BEST_KEYS + ["mcd", "value", "paradigm", "entity"],
                               ascending=[True] * (len(_BEST_KEYS) + 1) + [ascending, True, True], kind="stable")
     best = means.groupby(_BEST_KEYS + ["mcd"], observed=True).head(1)
-    best = best.assign(value=best["value"] * DISPLAY_SCALE.get(metric, 1.0))
+    scaled = ["value", "value_sd", "ci_low", "ci_high"]
+    best = best.assign(**{c: best[c] * DISPLAY_SCALE.get(metric, 1.0) for c in scaled})
     out = None
     for mcd, suffix in ((False, ""), (True, "_mcd")):
         part = best[best["mcd"] == mcd].drop(columns="mcd").rename(
-            columns={"value": f"best{suffix}", "entity": f"csf{suffix}", "paradigm": f"paradigm{suffix}"})
+            columns={"value": "best", "value_sd": "best_sd", "entity": "csf"})
+        part = part.rename(columns={c: _mode_column(c, suffix) for c in _BEST_COLUMNS})
         out = part if out is None else out.merge(part, on=_BEST_KEYS, how="left")
     out = out.rename(columns={"cell_regime": "regime"})
-    columns = ["backbone", "source", "dataset", "regime", "best", "paradigm", "csf", "best_mcd", "paradigm_mcd",
-               "csf_mcd"]
-    return out.reindex(columns=columns).reset_index(drop=True)
+    columns = ["backbone", "source", "dataset", "regime",
+               *(_mode_column(c, suffix) for suffix in ("", "_mcd") for c in _BEST_COLUMNS)]
+    out = out.reindex(columns=columns).reset_index(drop=True)
+    return out.astype({c + suffix: "Int64" for c in ("n_runs", "n_boot") for suffix in ("", "_mcd")})
+
+
+def _mode_column(column: str, suffix: str) -> str:
+    """The name of a :func:`best_metric_table` column of the mode ``suffix``: ``best_mcd``, its deviation
+    ``best_mcd_sd`` (the deviation suffix stays last, :mod:`csfbench.report.spread`), ``n_runs_mcd``, …"""
+    if column.endswith(SD_SUFFIX):
+        return column.removesuffix(SD_SUFFIX) + suffix + SD_SUFFIX
+    return column + suffix
 
 
 def selected_configuration_table(selection: pd.DataFrame, field: str = "dropout", metric: str = "augrc",
@@ -222,12 +255,16 @@ def write_table(frame: pd.DataFrame, csv_path: str | Path, tex_path: str | Path,
                 caption: str, float_format: str = "%.3f", empty_reason: str = EMPTY_REASON) -> None:
     """Write ``frame`` as CSV, as a LaTeX ``table`` (booktabs rules) and as the report's view of it
     (:func:`html_view`, offering both files for download), each atomically.  The index is written unless it
-    is a plain range.  ``empty_reason``: the line the view shows when ``frame`` has no rows, saying why
-    (the caller knows, e.g. no such models in the run)."""
+    is a plain range.  The CSV and the view keep a mean and its deviation (``<name>``, ``<name>_sd``:
+    :mod:`csfbench.report.spread`) as two numeric, sortable columns; the LaTeX, the printed form, shows them
+    as one ``<name>`` cell "mean ± sd", ``±`` typeset as ``$\\pm$`` (the mean alone where the deviation is
+    NaN: a single value).  ``empty_reason``: the line the view shows when ``frame`` has no rows, saying why (the
+    caller knows, e.g. no such models in the run)."""
     index = not isinstance(frame.index, pd.RangeIndex)
     csv = frame.to_csv(index=index, float_format="%.6g")
-    latex = frame.to_latex(index=index, na_rep="-", float_format=lambda v: float_format % v, caption=latex_escape(caption),
-                           escape=True, multicolumn=True, multicolumn_format="c")
+    latex = fold_spread(frame, float_format).to_latex(
+        index=index, na_rep="-", float_format=lambda v: float_format % v, caption=latex_escape(caption), escape=True,
+        multicolumn=True, multicolumn_format="c").replace("±", r"$\pm$")
     downloads = [Download("CSV", Path(csv_path).name, "text/csv", csv.encode("utf-8")),
                  Download("LaTeX", Path(tex_path).name, "application/x-tex", latex.encode("utf-8"))]
     _write_text(csv_path, csv)

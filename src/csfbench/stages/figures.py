@@ -58,7 +58,9 @@ def write_best_metric_table(results_table: str | Path, metric: str, ranking: dic
     scale = " (x1000)" if metric in DISPLAY_SCALE else ""
     write_table(frame, csv_path, tex_path, table_view(csv_path), f"Best {metric.upper()}{scale} per evaluation set "
                 "among the validation-selected configurations, without and with MC dropout, and the CSF variant and "
-                "paradigm achieving it.")
+                "paradigm achieving it: the mean over the n_runs runs with their standard deviation (best_sd, ddof 1; "
+                "empty for a single run), and for a single run its bootstrap interval ci_low to ci_high at level "
+                "ci_level (empty for several runs, whose spread best_sd gives).")
     return frame
 
 def write_selected_configuration_tables(selection_csv: str | Path, metric: str, dropout_csv: str | Path,

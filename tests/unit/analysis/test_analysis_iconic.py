@@ -94,8 +94,13 @@ def test_wide_table_labels_and_order():
     assert table.loc["GRAM", ("extreme (pooled)", "fpr95", "mean")] == pytest.approx(0.02)
     assert table.loc["GRAM", ("Average", "fpr95", "std")] == pytest.approx(
         math.sqrt((0.04100625 + 0.00275625 + 2 * 0.01625625) / 3))
+    # beside each mean its deviation and the number of values averaged: 4 runs, 4 categories for the Average
+    assert list(table.columns[:3]) == [("near", "fpr95", "mean"), ("near", "fpr95", "std"), ("near", "fpr95", "n")]
+    assert table.loc["GRAM", ("near", "fpr95", "n")] == 4 and table.loc["GRAM", ("Average", "fpr95", "n")] == 4
     averaged = iconic.iconic_table(fixture_frame())
     assert "extreme (averaged)" in averaged.columns.get_level_values("category")
+    one_run = iconic.iconic_table(fixture_frame().query("task == 't1' and run == 0"))
+    assert one_run.loc["GRAM", ("near", "fpr95", "n")] == 1 and np.isnan(one_run.loc["GRAM", ("near", "fpr95", "std")])
     with pytest.raises(ValueError, match="aggregation"):
         iconic.iconic_table(fixture_frame(), "median")
 

@@ -1,4 +1,6 @@
 """The pair analyses' job pieces: which pairs a scores file yields, the pair grid, the settings checks."""
+import math
+
 import pandas as pd
 import pytest
 
@@ -31,10 +33,22 @@ def test_pair_grid_is_the_mean_over_models_with_the_change_against_the_reference
     cells = pd.DataFrame({"model": ["a", "b", "a", "b"], "csf": ["MSR", "MSR", "MLS", "MLS"],
                           "id_set": ["test"] * 4, "ood_set": ["near"] * 4, "newclass": [0.6, 0.8, 0.9, 0.7]})
     grid = pair_grid(cells, "MSR")
-    assert list(grid.columns) == ["test / near", "test / near Δ"]
+    assert list(grid.columns) == ["test / near", "test / near_sd", "test / near Δ", "test / near Δ_sd", "n_models"]
     assert grid.loc["MLS", "test / near"] == pytest.approx(0.8)
+    # ddof 1 over the models' 0.9 and 0.7: sqrt(0.1² + 0.1²)
+    assert grid.loc["MLS", "test / near_sd"] == pytest.approx(math.sqrt(0.02))
     assert grid.loc["MLS", "test / near Δ"] == pytest.approx(0.1) and grid.loc["MSR", "test / near Δ"] == 0
-    assert list(pair_grid(cells, "Energy").columns) == ["test / near"]  # no reference, no change columns
+    # the change is paired per model: 0.9 − 0.6 = 0.3 and 0.7 − 0.8 = −0.1, deviation sqrt(0.2² + 0.2²)
+    assert grid.loc["MLS", "test / near Δ_sd"] == pytest.approx(math.sqrt(0.08))
+    assert grid.loc["MSR", "test / near Δ_sd"] == 0 and grid["n_models"].tolist() == [2, 2]
+    # no reference, no change columns
+    assert list(pair_grid(cells, "Energy").columns) == ["test / near", "test / near_sd", "n_models"]
+    # one model: no deviation (NaN, not 0); a model without the reference drops out of the change only
+    three = pd.concat([cells, pd.DataFrame({"model": ["c"], "csf": ["Energy"], "id_set": ["test"],
+                                            "ood_set": ["near"], "newclass": [0.55]})])
+    single = pair_grid(three, "MSR").loc["Energy"]
+    assert single["test / near"] == 0.55 and math.isnan(single["test / near_sd"]) and single["n_models"] == 1
+    assert math.isnan(single["test / near Δ"])
 
 
 def test_settings_name_csfs_and_catalogue_sets():

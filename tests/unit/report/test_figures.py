@@ -14,6 +14,7 @@ from csfbench.aggregate.ranking import rank_results, run_analysis
 from csfbench.aggregate.selection import select_configurations
 from csfbench.csf.projection import parse_variant
 from csfbench.report.figures import figure_settings, rc_curves, top_clique_membership
+from csfbench.report.spread import spread_pairs
 from csfbench.workflow.jobs import HEATMAP_FILES, Jobs
 from csfbench.stages.figures import write_conover_heatmap, write_rc_curves, write_top_clique_map
 from csfbench.report.tables import (
@@ -49,6 +50,31 @@ def test_best_metric_table_values_are_hand_checked():
     assert set(best["csf"]) == {"GEN"} and set(best["paradigm"]) == {"confidnet"}
     assert set(best["csf_mcd"]) == {"GEN"} and set(best["paradigm_mcd"]) == {"confidnet"}
     assert best.loc["o_far", "regime"] == "far" and best.loc["test", "regime"] == "test"
+
+
+def test_best_metric_table_shows_the_spread_over_runs_and_a_single_runs_interval():
+    table = synthetic_results()
+    best = best_metric_table(table, "augrc", _ranking()).set_index("dataset")
+    assert list(best.columns[3:12]) == ["best", "best_sd", "n_runs", "ci_low", "ci_high", "ci_level", "n_boot",
+                                        "paradigm", "csf"]
+    assert list(best.columns[12:]) == ["best_mcd", "best_mcd_sd", "n_runs_mcd", "ci_low_mcd", "ci_high_mcd",
+                                       "ci_level_mcd", "n_boot_mcd", "paradigm_mcd", "csf_mcd"]
+    # GEN/confidnet, dropout 1: runs 1 and 2 give 0.011 and 0.012 on the ID test set -> ×1000: 11, 12
+    assert best.loc["test", "best"] == pytest.approx(11.5)
+    assert best.loc["test", "best_sd"] == pytest.approx(np.sqrt(((11 - 11.5) ** 2 + (12 - 11.5) ** 2) / 1))
+    assert best.loc["test", "n_runs"] == 2 and best.loc["test", "n_runs_mcd"] == 2
+    # results without interval columns (older runs): the table still forms, the intervals are empty
+    assert best[["ci_low", "ci_high", "ci_level", "n_boot"]].isna().all().all()
+    # with intervals: several runs give no interval (their mean of bounds is not one), a single run gives its own
+    interval = table.assign(ci_low=table["value"] - 0.001, ci_high=table["value"] + 0.002, n_boot=200, ci_level=0.9)
+    several = best_metric_table(interval, "augrc", _ranking())
+    assert several[["ci_low", "ci_high", "n_boot", "ci_level"]].isna().all().all()
+    single = best_metric_table(interval[interval["run"] == 2], "augrc", _ranking()).set_index("dataset")
+    assert single.loc["test", "n_runs"] == 1 and np.isnan(single.loc["test", "best_sd"])  # one run: no spread
+    assert single.loc["test", "best"] == pytest.approx(12.0)
+    assert single.loc["test", "ci_low"] == pytest.approx(11.0) and single.loc["test", "ci_high"] == pytest.approx(14.0)
+    assert single.loc["test", "n_boot"] == 200 and single.loc["test", "ci_level"] == 0.9
+    assert single.loc["test", "ci_low_mcd"] == pytest.approx(6.0)  # the MCD row is 0.005 lower
 
 
 def test_best_metric_table_without_mcd_rows_leaves_the_mcd_columns_empty():
@@ -88,11 +114,16 @@ def test_tables_are_written_as_csv_and_parsable_latex(tmp_path):
         write_table(frame, tmp_path / f"{name}.csv", tmp_path / f"{name}.tex", tmp_path / f"{name}.html",
                     "A caption with & and _ {50%}.")
         rows = _latex_rows((tmp_path / f"{name}.tex").read_text())
-        n_columns = frame.shape[1] + (frame.index.nlevels if name == "dropout" else 0)
+        # the LaTeX prints each mean and its deviation as one "mean ± sd" cell
+        n_columns = (frame.shape[1] + (frame.index.nlevels if name == "dropout" else 0)
+                     - len(spread_pairs(frame.columns)))
         assert len(rows) == len(frame) and all(len(r) == n_columns for r in rows)
         back = pd.read_csv(tmp_path / f"{name}.csv", header=[0, 1] if name == "dropout" else 0)
         assert len(back) == len(frame) + (1 if name == "dropout" else 0)  # the column-name row of the levels
-    assert r"A caption with \& and \_ \{50\%\}." in (tmp_path / "best.tex").read_text()
+    best_tex = (tmp_path / "best.tex").read_text()
+    assert r"A caption with \& and \_ \{50\%\}." in best_tex
+    assert r"11.500 $\pm$ 0.707" in best_tex  # GEN on the ID test set: runs 11 and 12 (×1000)
+    assert r"6.500 $\pm$ 0.707" in best_tex and "best\\_sd" not in best_tex  # and with MCD: 6 and 7
 
 
 def _ranked():

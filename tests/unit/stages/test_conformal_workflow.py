@@ -191,7 +191,9 @@ def test_report_tables_have_the_papers_shapes():
     fpr = table[table["scheme"] == "conformal"].assign(
         metric=lambda f: f["metric"].str.replace("auroc", "fpr95_failure_positive"), value=0.3)
     wide = conformal_table(pd.concat([table, fpr]), "s", "dkwm", 0.05)
-    assert list(wide.columns) == ["near auroc", "near auroc conformal", "near fpr95", "near fpr95 conformal"]
+    assert list(wide.columns) == ["near auroc", "near auroc_sd", "near auroc conformal", "near auroc conformal_sd",
+                                  "near fpr95", "near fpr95_sd", "near fpr95 conformal", "near fpr95 conformal_sd",
+                                  "n_models"]
     assert list(wide.index) == ["A", "B", "C"]
     expected = table[(table["metric"] == "auroc") & (table["scheme"] == "conformal") & (table["csf"] == "A")]["value"]
     assert wide.loc["A", "near auroc"] == pytest.approx(expected.mean())
@@ -202,8 +204,12 @@ def test_report_tables_have_the_papers_shapes():
     wide2 = prediction_set_table([sets, other])
     # Table 2's "mean ± std": size, then (APS/RAPS only, LAC is deterministic) its std over the draws of U,
     # pooled over the models as the root mean square, then coverage
-    assert list(wide2.columns) == ["alpha=0.05 aps size", "alpha=0.05 aps size std", "alpha=0.05 aps coverage",
-                                   "alpha=0.05 lac size", "alpha=0.05 lac coverage"]
+    assert list(wide2.columns) == ["alpha=0.05 aps size", "alpha=0.05 aps size_sd", "alpha=0.05 aps size std",
+                                   "alpha=0.05 aps coverage", "alpha=0.05 aps coverage_sd", "alpha=0.05 lac size",
+                                   "alpha=0.05 lac size_sd", "alpha=0.05 lac coverage", "alpha=0.05 lac coverage_sd",
+                                   "n_models"]
+    assert wide2.loc["knn", "alpha=0.05 lac size_sd"] == pytest.approx(np.std([2.0, 3.0], ddof=1))
+    assert (wide2["n_models"] == 2).all()
     assert wide2.loc["knn", "alpha=0.05 lac size"] == pytest.approx(2.5)
     assert wide2.loc["knn", "alpha=0.05 aps size"] == pytest.approx(3.5)
     assert wide2.loc["knn", "alpha=0.05 aps size std"] == pytest.approx(np.sqrt((0.3 ** 2 + 0.4 ** 2) / 2))  # 0.3536
