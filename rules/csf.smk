@@ -39,6 +39,7 @@ rule score_csf:
         spec=jobwise(G.model_spec_json),
         eval_sets=jobwise(G.score_eval_sets_json),
         metrics=G.metric_names,
+        bootstrap=G.bootstrap_json,
     log:
         paths.log("csf", "{source}/{model}/{fit_group}_score"),
     benchmark:

@@ -41,6 +41,7 @@ rule network_csf:
         spec=jobwise(G.model_spec_json),
         eval_sets=jobwise(G.score_eval_sets_json),
         metrics=G.metric_names,
+        bootstrap=G.bootstrap_json,
         batch_size=G.setting("network_csf/batch_size"),
         num_workers=res("network_csf", "num_workers"),
     log:

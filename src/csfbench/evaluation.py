@@ -19,14 +19,30 @@ ID calibration confidences against every sample of a shifted set, OOD = positive
 ``auroc``, ``fpr95_failure_positive`` and ``fpr99_failure_positive`` (classical, on the calibration set) and
 the same names followed by ``@{method}@{delta}`` for the calibration-conditional corrections; the rows also
 fill the columns :data:`CONFORMAL_COLUMNS`, which are empty (null) in every other row.
+
+Bootstrap intervals (:class:`Bootstrap`, :func:`csfbench.metrics.bootstrap.intervals`; docs/methods.md §6.4): every
+row of :func:`metric_rows` carries :data:`BOOTSTRAP_COLUMNS` — ``ci_low``, ``ci_high`` (the percentile interval, in
+the value's units), ``n_boot`` (the replicates; 0 without an interval) and ``ci_level`` — NaN/0 where no interval
+is computed: the setting is off (``n_boot`` 0), the row's split or metric is not selected, the metric has no
+weighted replicate (ECE, MCE), or the set has a single label class.  The replicates of one row group (model, mode,
+CSF variant, set, scheme) are drawn once for all its metrics, with the seed :func:`bootstrap_seed`.
 """
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+
+import numpy as np
 import pandas as pd
 
-from csfbench.metrics import DEFAULT_METRICS, build_scheme, evaluate
+from csfbench.metrics import DEFAULT_METRICS, UndefinedMetricError, build_scheme, evaluate
+from csfbench.metrics.bootstrap import SUPPORTED as BOOTSTRAP_METRICS
+from csfbench.metrics.bootstrap import intervals
 from csfbench.metrics.conformal import band_metrics
+from csfbench.seeds import derive_seed
 from csfbench.specs import GROUP_KEYS, EvalSet, ModelSpec
+
+log = logging.getLogger(__name__)
 
 COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "mcd", "csf", "variant", "tuning_protocol",
            "dataset", "id_set", "shift_type", "regime", "corruption", "severity", "rendition", "scheme", "split",
@@ -42,8 +58,59 @@ CONFORMAL_COLUMNS = ["delta", "conformal_method", "n_cal", "calibration", "n_mc"
 #: the band method whose rows record its simulation (``n_mc`` draws, ``band_seed``; null for the closed forms)
 SIMULATED_METHOD = "mc_search"
 CONFORMAL_SCHEME = "conformal"
+#: the bootstrap interval of a metric row (:class:`Bootstrap`): not part of a row's key; NaN / 0 without one
+BOOTSTRAP_COLUMNS = ["ci_low", "ci_high", "n_boot", "ci_level"]
+#: the splits of the metric rows (:func:`metric_rows`' ``split`` column)
+ROW_SPLITS = ("val", "test")
 #: conformal metric name of FPR@TPRβ: the classical metric of the same meaning (OOD = failure = positive)
 FPR_METRIC = {0.95: "fpr95_failure_positive", 0.99: "fpr99_failure_positive"}
+
+
+def with_interval_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every column of :data:`BOOTSTRAP_COLUMNS`, NaN where it had none (a results table written
+    before the columns existed)."""
+    missing = {c: np.nan for c in BOOTSTRAP_COLUMNS if c not in frame.columns}
+    return frame.assign(**missing) if missing else frame
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """The bootstrap intervals of :func:`metric_rows`: ``n_boot`` stratified replicates per row group (0 = no
+    intervals), percentile intervals at ``level`` (in (0, 1)), the base ``seed`` of :func:`bootstrap_seed`, the
+    ``metrics`` that get intervals (names of :data:`csfbench.metrics.bootstrap.SUPPORTED`) and the ``splits``
+    (:data:`ROW_SPLITS`) whose rows get them.  Invalid values raise ValueError naming them."""
+
+    n_boot: int = 0
+    level: float = 0.95
+    seed: int = 0
+    metrics: tuple[str, ...] = ()
+    splits: tuple[str, ...] = ("test",)
+
+    def __post_init__(self):
+        object.__setattr__(self, "metrics", tuple(self.metrics))
+        object.__setattr__(self, "splits", tuple(self.splits))
+        if isinstance(self.n_boot, bool) or int(self.n_boot) != self.n_boot or self.n_boot < 0:
+            raise ValueError(f"bootstrap n_boot must be an integer >= 0, got {self.n_boot!r}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"bootstrap level must lie in (0, 1), got {self.level!r}")
+        unsupported = [name for name in self.metrics if name not in BOOTSTRAP_METRICS]
+        if unsupported:
+            raise ValueError(f"no bootstrap replicate for the metric(s) {unsupported}; supported: "
+                             f"{sorted(BOOTSTRAP_METRICS)}")
+        unknown = [split for split in self.splits if split not in ROW_SPLITS]
+        if unknown:
+            raise ValueError(f"bootstrap splits must be among {ROW_SPLITS}, got {unknown}")
+
+    def wanted(self, split: str) -> tuple[str, ...]:
+        """The metrics that get intervals in the rows of ``split`` (none when off)."""
+        return self.metrics if self.n_boot and split in self.splits else ()
+
+
+def bootstrap_seed(seed: int, spec: ModelSpec, mode: str, csf: str, variant: str, dataset: str, scheme: str) -> int:
+    """The seed of one row group's replicates: :func:`csfbench.seeds.derive_seed` of the base ``seed`` and the
+    group's identity (source, model, mode ``det``/``mcd``, CSF, variant, evaluation set, scheme), so that a group's
+    intervals do not depend on which other groups, sets or jobs were evaluated, nor in which order."""
+    return derive_seed(seed, spec.source, spec.model, mode, csf, variant, dataset, scheme)
 
 
 def conformal_metric(base: str, method: str, delta: float) -> str:
@@ -81,8 +148,9 @@ def id_role(scheme: str) -> str | None:
 
 
 def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dict | None,
-                metrics: tuple[str, ...] = DEFAULT_METRICS) -> pd.DataFrame:
-    """Rows for every mode/CSF/variant/scheme/metric of one scores file.
+                metrics: tuple[str, ...] = DEFAULT_METRICS, bootstrap: Bootstrap = Bootstrap()) -> pd.DataFrame:
+    """Rows for every mode/CSF/variant/scheme/metric of one scores file (columns :data:`COLUMNS` then
+    :data:`BOOTSTRAP_COLUMNS`).
 
     ``scores`` and ``id_scores`` are :func:`csfbench.csf.store.read_scores` mappings of the set and
     of the ID test set (``id_scores`` is needed unless the set is an ID split).  A mode of ``scores`` may
@@ -90,6 +158,8 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
     (:func:`csfbench.csf.engine.tuning_protocols`), written to the ``tuning_protocol`` column (None without),
     and ``"labels"`` (the true classes, −1 = unlabelled), which the ``misclf`` rows of a labelled set pass to the
     balanced-accuracy metrics.  ``metrics``: the metric names (:mod:`csfbench.metrics.registry`).
+    ``bootstrap``: the intervals (:class:`Bootstrap`; default: none), computed on the scheme's evaluation set
+    (:func:`csfbench.metrics.build_scheme`) by :func:`_row_intervals`.
     """
     schemes = schemes_for(eval_set)
     if any(s in SHIFT_SCHEMES for s in schemes) and id_scores is None:
@@ -97,6 +167,7 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
     base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime,
                 split="val" if eval_set.name == "val" else "test", **eval_set.groups)
+    wanted = bootstrap.wanted(base["split"])
     rows = []
     for mode, data in scores.items():
         protocols = data.get("protocols", {})
@@ -109,12 +180,39 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
                 else:
                     ref = id_scores[mode]
                     built = build_scheme(scheme, ref["scores"][(csf, variant)], ref["correct"], conf)
-                for metric, value in evaluate(built, metrics).items():
+                values = evaluate(built, metrics)
+                seed = bootstrap_seed(bootstrap.seed, spec, mode, csf, variant, eval_set.name, scheme)
+                bounds = _row_intervals(built, [m for m in wanted if m in values], bootstrap, seed)
+                for metric, value in values.items():
                     rows.append({**base, "mcd": mode == "mcd", "csf": csf, "variant": variant,
                                  "tuning_protocol": protocols.get((csf, variant)), "scheme": scheme,
                                  "id_set": id_role(scheme), "metric": metric,
-                                 "value": float(value)})
-    return pd.DataFrame(rows, columns=COLUMNS)
+                                 "value": float(value), **bounds.get(metric, _NO_INTERVAL)})
+    return pd.DataFrame(rows, columns=COLUMNS + BOOTSTRAP_COLUMNS)
+
+
+#: the bootstrap columns of a row without an interval
+_NO_INTERVAL = {"ci_low": np.nan, "ci_high": np.nan, "n_boot": 0, "ci_level": np.nan}
+
+
+def _row_intervals(built, metrics: list[str], bootstrap: Bootstrap, seed: int) -> dict[str, dict]:
+    """{metric: its :data:`BOOTSTRAP_COLUMNS` values} of one scheme's evaluation set ``built``
+    (:class:`csfbench.metrics.SchemeData`), all ``metrics`` from the same replicates drawn with ``seed``.
+
+    Resampling is stratified by the set's binary residual (ID and OOD for the OOD schemes, correct and failure for
+    ``misclf``) and within it by ``built.shifted`` (the ID and the shifted set are separate samples: in the
+    ``failure`` scheme the misclassified ID and the shifted samples keep their numbers, and with them the AUROC's
+    weights 1/n_id, 1/n_shift, which the replicates carry).  A set with a single class gets no intervals."""
+    if not metrics:
+        return {}
+    try:
+        found = intervals(metrics, built.confidence, built.residual, n_boot=bootstrap.n_boot, level=bootstrap.level,
+                          seed=seed, strata=built.shifted, weight=built.weight)
+    except UndefinedMetricError as err:
+        log.debug("no bootstrap intervals for scheme %s: %s", built.scheme, err)
+        return {}
+    return {metric: {"ci_low": low, "ci_high": high, "n_boot": bootstrap.n_boot, "ci_level": bootstrap.level}
+            for metric, (low, high) in found.items()}
 
 
 def conformal_rows(spec: ModelSpec, eval_set: EvalSet, calibration: dict, scores: dict, bands: dict,

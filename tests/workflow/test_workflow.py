@@ -13,7 +13,7 @@ import yaml
 from csfbench.workflow import paths
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
-from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS
+from csfbench.evaluation import BOOTSTRAP_COLUMNS, COLUMNS, CONFORMAL_COLUMNS
 from csfbench.features.store import validate_feature_file
 from csfbench.metrics import metric_names, metric_spec
 from csfbench.provenance import weights_files
@@ -66,7 +66,7 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
         for group in config["csf"]["groups"]:
             # one metrics file and one scores file per (model, fit group), covering every scored set
             table = pd.read_parquet(workdir / paths.metrics(source, str(model), group))
-            assert list(table.columns) == COLUMNS
+            assert list(table.columns) == COLUMNS + BOOTSTRAP_COLUMNS
             assert set(table["dataset"]) == set(Grid(config).scored_datasets(source, model))
             for dataset in ("val", "test", "near", "noise"):
                 rows = table[table["dataset"] == dataset]
@@ -80,7 +80,8 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
                 aurc = rows[rows.metric == "aurc"]["value"]
                 assert ((aurc >= 0) & (aurc <= 1)).all()
     results = pd.read_parquet(workdir / "results/results.parquet")
-    assert list(results.columns) == COLUMNS + CONFORMAL_COLUMNS and results["source"].unique().tolist() == ["demo10"]
+    assert list(results.columns) == COLUMNS + CONFORMAL_COLUMNS + BOOTSTRAP_COLUMNS
+    assert results["source"].unique().tolist() == ["demo10"]
     # micro.yaml's evaluation section: every preset's names, each in the schemes it applies to
     by_metric = results[results["conformal_method"].isna()].groupby("metric")["scheme"].agg(set)
     evaluation = config["evaluation"]
@@ -103,7 +104,7 @@ def test_network_pass_csfs_join_the_scores_metrics_and_results(micro_run):
     for source, model in Grid(config).iter_models():
         assert (workdir / paths.network_fit(source, str(model))).is_file()
         table = pd.read_parquet(workdir / paths.metrics(source, str(model), NETWORK_SCORER))
-        assert list(table.columns) == COLUMNS and set(table["csf"]) == names
+        assert list(table.columns) == COLUMNS + BOOTSTRAP_COLUMNS and set(table["csf"]) == names
         assert set(table["dataset"]) == set(Grid(config).scored_datasets(source, model))
         assert set(table["variant"]) == {"none"} and not table["mcd"].any()
         assert dict(zip(table["csf"], table["tuning_protocol"])) == {"ODIN-IP": "id_grid", "GRAM": "none",

@@ -1,6 +1,8 @@
-"""Merge every metric-row file into one long-format results table (columns
+"""Merge every metric-row file into one long-format results table (columns :data:`TABLE_COLUMNS`:
 :data:`csfbench.evaluation.COLUMNS`, then :data:`csfbench.evaluation.CONFORMAL_COLUMNS`, null outside the
-conformal rows).
+conformal rows, then :data:`csfbench.evaluation.BOOTSTRAP_COLUMNS`: NaN, with ``n_boot`` 0, in the rows without a
+bootstrap interval, those of files that have no such columns — conformal, pair-analysis and ProjNorm rows, metric
+files written before the columns existed — included).
 
 Rows are sorted on every key column so that the table is byte-identical for the same inputs in any
 order; a duplicated key (the same value reported twice) is an error naming the rows.
@@ -22,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from csfbench.atomic import atomic_path
-from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, GROUP_COLUMNS
+from csfbench.evaluation import BOOTSTRAP_COLUMNS, COLUMNS, CONFORMAL_COLUMNS, GROUP_COLUMNS
 from csfbench.proximity.regimes import REGIMES
 
 KEYS = [c for c in COLUMNS if c != "value" and c not in GROUP_COLUMNS]
@@ -32,6 +34,10 @@ ADDED_TYPES = {"corruption": pa.string(), "severity": pa.int64(), "rendition": p
 #: Arrow types of the conformal attribute columns, null where a metric file has none of them
 CONFORMAL_TYPES = {"delta": pa.float64(), "conformal_method": pa.string(), "n_cal": pa.int64(),
                    "calibration": pa.string(), "n_mc": pa.int64(), "band_seed": pa.int64()}
+#: Arrow types of the bootstrap columns; a file without them gets ``n_boot`` 0 and null (NaN) intervals
+BOOTSTRAP_TYPES = {"ci_low": pa.float64(), "ci_high": pa.float64(), "n_boot": pa.int64(), "ci_level": pa.float64()}
+#: the results table's columns, in order
+TABLE_COLUMNS = COLUMNS + CONFORMAL_COLUMNS + BOOTSTRAP_COLUMNS
 
 
 def read_columns(paths: list[str | Path], columns: list[str], what: str, reader=pd.read_parquet) -> pd.DataFrame:
@@ -66,13 +72,13 @@ def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = N
         missing = [c for c in COLUMNS if c not in part.column_names and c not in ADDED_TYPES]
         if missing:
             raise ValueError(f"{path}: metric file lacks the columns {missing}")
-        part = part.select([c for c in COLUMNS + CONFORMAL_COLUMNS if c in part.column_names])
-        for column, kind in {**ADDED_TYPES, **CONFORMAL_TYPES}.items():
+        part = part.select([c for c in TABLE_COLUMNS if c in part.column_names])
+        for column, kind in {**ADDED_TYPES, **CONFORMAL_TYPES, **BOOTSTRAP_TYPES}.items():
             present = column in part.column_names
-            values = part.column(column).cast(kind) if present else pa.nulls(part.num_rows, kind)
+            values = part.column(column).cast(kind) if present else _absent(column, kind, part.num_rows)
             part = part.set_column(part.column_names.index(column), column, values) if present else \
                 part.append_column(column, values)
-        tables.append(part.select(COLUMNS + CONFORMAL_COLUMNS).replace_schema_metadata(None))
+        tables.append(part.select(TABLE_COLUMNS).replace_schema_metadata(None))
     table = pa.concat_tables(tables, promote_options="permissive")
     del tables  # the parts share the concatenation's buffers: the sort's copy below can free them
     if regimes is not None:
@@ -95,6 +101,11 @@ def merge_metric_files(paths: list[str | Path], regimes: pd.DataFrame | None = N
     del table
     frame["severity"] = frame["severity"].astype("Int64")  # stays an integer where other rows have none
     return frame
+
+
+def _absent(column: str, kind: pa.DataType, n: int) -> pa.Array:
+    """The values of a column a metric file lacks: ``n_boot`` 0 (no replicates), null otherwise."""
+    return pa.array(np.zeros(n, dtype=np.int64)) if column == "n_boot" else pa.nulls(n, kind)
 
 
 def _duplicated_sorted(table: pa.Table) -> np.ndarray:

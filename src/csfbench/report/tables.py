@@ -29,8 +29,6 @@ from csfbench.report.spread import SD_SUFFIX, fold_spread, mean_sd_n
 
 DISPLAY_SCALE = {"aurc": 1000.0, "augrc": 1000.0}  # the papers' tables show AURC/AUGRC ×1000
 _BEST_KEYS = ["backbone", "source", "dataset", "cell_regime"]
-#: the bootstrap interval of a results row (:func:`csfbench.evaluation.metric_rows`; NaN where none was computed)
-INTERVAL_COLUMNS = ["ci_low", "ci_high", "n_boot", "ci_level"]
 #: the columns of one mode (suffix ``_mcd`` for MC dropout) of :func:`best_metric_table`
 _BEST_COLUMNS = ["best", "best_sd", "n_runs", "ci_low", "ci_high", "ci_level", "n_boot", "paradigm", "csf"]
 
@@ -46,8 +44,8 @@ def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.Dat
     ``best`` (the mean over the runs of the winning paradigm and variant), ``best_sd`` (the standard
     deviation of those runs' values, ddof = 1, NaN for a single run), ``n_runs`` (the runs averaged: training
     seeds of the selected configuration), ``ci_low`` / ``ci_high`` (the bootstrap interval of the results
-    rows, :data:`INTERVAL_COLUMNS`, at level ``ci_level`` with ``n_boot`` replicates: given only where
-    ``n_runs`` is 1, NaN otherwise), ``paradigm`` and ``csf``.
+    rows, :data:`csfbench.evaluation.BOOTSTRAP_COLUMNS`, at level ``ci_level`` with ``n_boot`` replicates:
+    given only where ``n_runs`` is 1, NaN otherwise), ``paradigm`` and ``csf``.
     ``best``, ``best_sd``, ``ci_low`` and ``ci_high`` are in the metric's units, ×1000 for AURC/AUGRC
     (:data:`DISPLAY_SCALE`).  Each run's interval is one model's test-set sampling interval; the mean of the
     runs' bounds is no interval of the run mean (it ignores that averaging shrinks the sampling error and
@@ -57,17 +55,19 @@ def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.Dat
     # (:func:`write_table`) ~1 s of start-up
     from csfbench.aggregate.cells import ranking_settings
     from csfbench.aggregate.ranking import selected_ranked_rows
+    from csfbench.evaluation import BOOTSTRAP_COLUMNS, with_interval_columns
     from csfbench.metrics import higher_is_better
 
     settings = ranking_settings(ranking)
     rows = selected_ranked_rows(table, settings, [metric])
     if rows.empty:
         raise ValueError(f"the results table has no selected test rows of metric '{metric}'")
-    rows = rows.assign(**{c: pd.to_numeric(rows[c]) if c in rows.columns else float("nan") for c in INTERVAL_COLUMNS})
+    rows = with_interval_columns(rows)
+    rows = rows.assign(**{c: pd.to_numeric(rows[c]) for c in BOOTSTRAP_COLUMNS})
     keys = _BEST_KEYS + ["mcd", "paradigm", "entity"]
     means = mean_sd_n(rows, keys).merge(
-        rows.groupby(keys, as_index=False, observed=True)[INTERVAL_COLUMNS].first(), on=keys)
-    means = means.assign(**{c: means[c].where(means["n_runs"] == 1) for c in INTERVAL_COLUMNS})
+        rows.groupby(keys, as_index=False, observed=True)[BOOTSTRAP_COLUMNS].first(), on=keys)
+    means = means.assign(**{c: means[c].where(means["n_runs"] == 1) for c in BOOTSTRAP_COLUMNS})
     ascending = not higher_is_better(metric)
     means = means.sort_values(_BEST_KEYS + ["mcd", "value", "paradigm", "entity"],
                               ascending=[True] * (len(_BEST_KEYS) + 1) + [ascending, True, True], kind="stable")

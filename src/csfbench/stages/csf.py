@@ -14,6 +14,7 @@ from csfbench.csf.inputs import load_splits
 from csfbench.csf.registry import ModelContext
 from csfbench.csf.score_files import write_set_scores
 from csfbench.csf.store import read_fit, write_fit
+from csfbench.evaluation import Bootstrap
 from csfbench.features.store import read_features, run_attrs
 from csfbench.heads import class_outputs
 from csfbench.provenance import git_commit, package_version, utc_now
@@ -62,10 +63,12 @@ def fit_csf(spec: ModelSpec, settings: FitSettings, fit_group: str, train_h5: st
 
 
 def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, features: dict[str, str | Path],
-              out_scores: str | Path, out_metrics: str | Path, metrics: tuple[str, ...]) -> None:
+              out_scores: str | Path, out_metrics: str | Path, metrics: tuple[str, ...],
+              bootstrap: Bootstrap = Bootstrap()) -> None:
     """Score every evaluation set of a model with one fit and write one scores file and one metrics file.
 
-    ``features``: {evaluation set name: feature file}; ``metrics``: the metric names of the rows.
+    ``features``: {evaluation set name: feature file}; ``metrics``: the metric names of the rows; ``bootstrap``:
+    their intervals (:class:`csfbench.evaluation.Bootstrap`; default: none).
     """
     fitted, head, fit_attrs = read_fit(fit_h5)
     if fit_attrs["model"] != spec.model:
@@ -81,4 +84,4 @@ def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, fea
         return splits, scores, {mode: tuning_protocols(fitted[mode], scores[mode]) for mode in scores}
 
     attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
-    write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, attrs, metrics)
+    write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, attrs, metrics, bootstrap)

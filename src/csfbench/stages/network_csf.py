@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,6 +29,9 @@ from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.specs import EvalSet, ModelSpec
 from csfbench.training.loop import resolve_device
 from csfbench.workflow.sections import NetworkCsfFit
+
+if TYPE_CHECKING:
+    from csfbench.evaluation import Bootstrap
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +73,17 @@ def fit_network_csf(spec: ModelSpec, settings: NetworkCsfFit, checkpoint: str | 
 
 def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Path, fit_h5: str | Path,
                 features: dict[str, str | Path], out_scores: str | Path, out_metrics: str | Path,
-                metrics: tuple[str, ...], batch_size: int, num_workers: int = 0) -> None:
+                metrics: tuple[str, ...], batch_size: int, num_workers: int = 0,
+                bootstrap: Bootstrap | None = None) -> None:
     """Score every evaluation set of a model with its fitted network-pass CSFs; write one scores file and one
     metrics file through :func:`csfbench.csf.score_files.write_set_scores`, as ``score_csf`` writes them.
     ``features``: {set: feature file}, whose correctness and labels the rows use; ``metrics``: the metric names
-    of the rows; the ``tuning_protocol`` column comes from the fit."""
+    of the rows; the ``tuning_protocol`` column comes from the fit; ``bootstrap``: the rows' intervals
+    (:class:`csfbench.evaluation.Bootstrap`; None: none)."""
     # imported here, not at the top: the CSF registry and pandas would cost every fit job ~1 s of start-up
     from csfbench.csf.inputs import load_splits
     from csfbench.csf.score_files import write_set_scores
+    from csfbench.evaluation import Bootstrap
 
     fitted, attrs = read_network_fit(fit_h5)
     expect_run = run_attrs(spec)
@@ -108,7 +115,7 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
         return {"det": split}, {"det": scores}, {"det": {key: protocols[key[0]] for key in scores}}
 
     write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, {**expect_run, "group": NETWORK_SCORER},
-                     metrics)
+                     metrics, Bootstrap() if bootstrap is None else bootstrap)
 
 
 def gram_class_scores(spec: ModelSpec, checkpoint: str | Path, fit_h5: str | Path, images: ImageSet,

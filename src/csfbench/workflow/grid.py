@@ -20,6 +20,7 @@ from csfbench.csf.engine import resolved_budgets
 from csfbench.csf.projection import GROUP_VARIANTS
 from csfbench.csf.registry import CSFS
 from csfbench.errors import ConfigError
+from csfbench.metrics.bootstrap import SUPPORTED as BOOTSTRAP_METRICS
 from csfbench.metrics.registry import metric_names
 from csfbench.seeds import derive_seed
 from csfbench.shifts import names as shift_names
@@ -80,6 +81,19 @@ class Grid:
         (:func:`csfbench.metrics.metric_names`), in order."""
         evaluation = self.config["evaluation"]
         return list(metric_names(evaluation["conventions"], evaluation["metrics"]))
+
+    @property
+    def bootstrap_json(self) -> str:
+        """The score jobs' bootstrap settings (the keys of :class:`csfbench.evaluation.Bootstrap`) as canonical JSON:
+        ``evaluation.bootstrap`` with ``metrics`` resolved (null = every metric row of the run with a bootstrap
+        replicate, :data:`csfbench.metrics.bootstrap.SUPPORTED`, in row order); only ``{"n_boot": 0}`` when off,
+        so that editing an unused setting reruns no job."""
+        settings = dict(self.config["evaluation"]["bootstrap"])
+        if not settings["n_boot"]:
+            return canonical_json({"n_boot": 0})
+        if settings["metrics"] is None:
+            settings["metrics"] = [name for name in self.metric_names if name in BOOTSTRAP_METRICS]
+        return canonical_json(settings)
 
     # -----------------------------------------------------------------------------------------
     # models and evaluation sets

@@ -32,6 +32,7 @@ from csfbench.csf.projection import GROUP_VARIANTS, group_of, parse_variant
 from csfbench.csf.registry import BY_NAME, SPACES, base_name, variants_for
 from csfbench.data.formats import FORMATS
 from csfbench.metrics import UnknownMetricError, metric_names, metric_spec
+from csfbench.metrics.bootstrap import SUPPORTED as BOOTSTRAP_METRICS
 from csfbench.specs import SPLITS
 from csfbench.workflow.grid import stage_enabled
 from csfbench.workflow.jobs import Jobs
@@ -204,6 +205,16 @@ def _metric_rows(evaluation: dict, origin: str) -> tuple[str, ...]:
         except UnknownMetricError as err:
             raise ConfigError(f"evaluation/metrics/{number}", f"a metric name ({err})", name, origin) from None
     return metric_names(evaluation["conventions"], evaluation["metrics"])
+
+
+def _check_bootstrap_metrics(metrics: list[str] | None, computed: tuple[str, ...], origin: str) -> None:
+    """``evaluation/bootstrap/metrics`` must name metric rows of the run (``computed``) that have a weighted
+    bootstrap replicate (:data:`csfbench.metrics.bootstrap.SUPPORTED`); null selects all of them."""
+    valid = [name for name in computed if name in BOOTSTRAP_METRICS]
+    for number, name in enumerate(metrics or ()):
+        _require(name, valid, f"evaluation/bootstrap/metrics/{number}", origin,
+                 "a metric row of the run (evaluation/conventions, evaluation/metrics) with a bootstrap replicate, "
+                 "one of")
 
 
 def _check_source_training(config: dict, origin: str) -> None:
@@ -619,6 +630,7 @@ def _check_selections(grid: Jobs, origin: str) -> None:
         _require(source, sources, f"figures/rc_curves/models/{source}", origin)
         _require(model, grid.models(source), f"figures/rc_curves/models/{source}", origin)
     computed = _metric_rows(config["evaluation"], origin)
+    _check_bootstrap_metrics(config["evaluation"]["bootstrap"]["metrics"], computed, origin)
     conformal = config["conformal"]
     corrected = [conformal_metric(base, method, delta) for base in ("auroc", *FPR_METRIC.values())
                  for method in conformal["methods"] for delta in conformal["delta"]] if conformal["enabled"] else []

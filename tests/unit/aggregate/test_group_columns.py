@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from csfbench.metrics import DEFAULT_METRICS
 from csfbench.aggregate.results_table import merge_metric_files, write_results_table
-from csfbench.evaluation import COLUMNS, GROUP_COLUMNS, metric_rows
+from csfbench.evaluation import BOOTSTRAP_COLUMNS, COLUMNS, GROUP_COLUMNS, metric_rows
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
 
 SPEC = ModelSpec(source="syn", model="vgg13_devries_do0_rew0_run1", backbone="vgg13", paradigm="devries", dropout=0,
@@ -54,7 +54,7 @@ def test_metric_rows_carry_the_group_keys_and_the_results_table_keeps_them(tmp_p
     files = []
     for k, eval_set in enumerate((IMAGENET_C, GENERATED, FAR, RENDITION)):
         rows = metric_rows(SPEC, eval_set, _scores(k + 1), reference)
-        assert list(rows.columns) == COLUMNS and len(rows) > 0
+        assert list(rows.columns) == COLUMNS + BOOTSTRAP_COLUMNS and len(rows) > 0
         for key in GROUP_COLUMNS:
             assert rows[key].tolist() == [eval_set.groups[key]] * len(rows)
         # the OOD schemes put the ID test split in the ID role; misclf judges the set on its own

@@ -46,7 +46,7 @@ def test_interval_replicates_equal_metric_on_the_drawn_resample(name, stratify):
     members = ([np.flatnonzero(labels == 0), np.flatnonzero(labels == 1)] if stratify
                else [np.arange(labels.size)])
     n_boot = CHUNK + 16
-    fast = _replicate_values(SUPPORTED[name], _Sorted(confidence, labels), np.random.default_rng(0), n_boot, members)
+    fast = _replicate_values((name,), _Sorted(confidence, labels), np.random.default_rng(0), n_boot, members)[name]
     rng = np.random.default_rng(0)
     picks = np.concatenate([_draw(rng, min(CHUNK, n_boot - i), members) for i in range(0, n_boot, CHUNK)])
     explicit = [metric(name)(confidence[p], labels[p]) for p in picks]

@@ -11,7 +11,8 @@ from csfbench.aggregate.results_table import merge_metric_files
 from csfbench.aggregate.selection import selected_rows
 from csfbench.metrics import higher_is_better
 from csfbench.errors import ConfigError
-from csfbench.evaluation import COLUMNS, CONFORMAL_COLUMNS, base_metric, conformal_metric, conformal_rows
+from csfbench.evaluation import (BOOTSTRAP_COLUMNS, COLUMNS, CONFORMAL_COLUMNS, base_metric, conformal_metric,
+                                 conformal_rows)
 from csfbench.metrics import fpr_at_tpr
 from csfbench.metrics.conformal import (band_metrics, conformal_auroc, conformal_fpr_at_tpr, correction_band,
                                        read_band, write_band)
@@ -180,8 +181,10 @@ def test_merge_fills_the_conformal_columns_of_older_metric_files(tmp_path):
     classical.to_parquet(tmp_path / "a.parquet", index=False)
     conformal.to_parquet(tmp_path / "b.parquet", index=False)
     merged = merge_metric_files([tmp_path / "a.parquet", tmp_path / "b.parquet"])
-    assert list(merged.columns) == COLUMNS + CONFORMAL_COLUMNS
+    assert list(merged.columns) == COLUMNS + CONFORMAL_COLUMNS + BOOTSTRAP_COLUMNS
     assert merged.loc[merged["scheme"] == "misclf", CONFORMAL_COLUMNS].isna().all().all()
+    # neither file has the bootstrap columns: no intervals
+    assert (merged["n_boot"] == 0).all() and merged[["ci_low", "ci_high", "ci_level"]].isna().all().all()
     assert (merged.loc[merged["scheme"] == "conformal", "n_cal"] == 40).all()
 
 

@@ -11,7 +11,7 @@ from csfbench.csf.fit_settings import FitSettings
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
 from csfbench.errors import FeatureFileError
-from csfbench.evaluation import COLUMNS, metric_rows
+from csfbench.evaluation import BOOTSTRAP_COLUMNS, COLUMNS, metric_rows
 from csfbench.features.store import FeatureWriter, run_attrs
 from csfbench.workflow.settings import schema_default
 from csfbench.specs import DatasetSpec, EvalSet, ModelSpec
@@ -89,7 +89,7 @@ def test_jobs_write_fit_scores_and_metric_rows_for_every_variant(features):
         with h5py.File(fit, "r") as fh:
             assert set(fh) == {"det", "mcd", "head"} and fh.attrs["model"] == MODEL
         for name, frame in rows.items():
-            assert list(frame.columns) == COLUMNS and frame["value"].notna().all()
+            assert list(frame.columns) == COLUMNS + BOOTSTRAP_COLUMNS and frame["value"].notna().all()
             expected_schemes = {"misclf"} if name in ("val", "test") else {"correct_vs_ood", "newclass", "failure"}
             assert set(frame["scheme"]) == expected_schemes
         det = rows["test"][~rows["test"]["mcd"]]

@@ -30,7 +30,7 @@ from csfbench.csf.registry import ALIASES, BY_NAME, base_name, flavour_name, gri
 from csfbench.csf.store import read_fit, write_fit
 from csfbench.csf.tuning import WORST, grid_search
 from csfbench.errors import ConfigError
-from csfbench.evaluation import COLUMNS
+from csfbench.evaluation import BOOTSTRAP_COLUMNS, COLUMNS
 from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config, schema_default, validate_config
 from csfbench.stages.csf import fit_csf, score_csf
@@ -299,7 +299,7 @@ def test_jobs_record_the_protocol_in_the_fit_and_in_every_metric_row(tmp_path):
     score_csf(SPEC, [SETS[n] for n in names], fit, {n: files[n] for n in names}, tmp_path / "scores.h5",
               tmp_path / "metrics.parquet", DEFAULT_METRICS)
     rows = pd.read_parquet(tmp_path / "metrics.parquet")
-    assert list(rows.columns) == COLUMNS and rows["tuning_protocol"].notna().all()
+    assert list(rows.columns) == COLUMNS + BOOTSTRAP_COLUMNS and rows["tuning_protocol"].notna().all()
     protocol = rows.groupby("csf")["tuning_protocol"].agg(set).to_dict()
     assert protocol == {"KNN": {"bayes"}, "KNN@grid": {"grid"}, "NNGuide": {"fixed"}, "MSR": {"none"},
                         "MSR@T1": {"none"}, "MLS": {"none"}, "MLS@T1": {"none"}, "EBO": {"none"},
