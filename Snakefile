@@ -43,6 +43,7 @@ include: "rules/conformal.smk"
 include: "rules/analyses.smk"
 include: "rules/aggregate.smk"
 include: "rules/ranking.smk"
+include: "rules/audit.smk"
 include: "rules/figures.smk"
 
 

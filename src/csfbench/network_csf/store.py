@@ -21,19 +21,10 @@ import torch
 from csfbench.atomic import atomic_hdf5
 from csfbench.network_csf.detectors import GramFit, NetworkFit, NetworkSettings
 from csfbench.errors import FeatureFileError
+from csfbench.hdf5_read import open_hdf5
 
 #: layout version of ``fit.h5``; a reader refuses any other
 NETWORK_FORMAT = 1
-
-
-def _open(path: str | Path, what: str):
-    path = Path(path)
-    if not path.is_file():
-        raise FeatureFileError(f"{what} not found: {path}")
-    try:
-        return h5py.File(path, "r", locking=False)
-    except OSError as err:
-        raise FeatureFileError(f"{path}: not a readable HDF5 {what} ({err})") from err
 
 
 def write_network_fit(path: str | Path, fitted: NetworkFit, attrs: dict) -> None:
@@ -61,7 +52,7 @@ def write_network_fit(path: str | Path, fitted: NetworkFit, attrs: dict) -> None
 
 def read_network_fit(path: str | Path) -> tuple[NetworkFit, dict]:
     """The fitted network-pass CSFs and the file's attributes."""
-    with _open(path, "network CSF fit") as fh:
+    with open_hdf5(path, "network CSF fit") as fh:
         attrs = dict(fh.attrs)
         found = int(attrs.get("network_format", 0))
         if found != NETWORK_FORMAT:

@@ -419,6 +419,25 @@ class Jobs(Grid):
         cells = [c for c in self.analyses() if all(getattr(c, k) == v for k, v in where.items())]
         return output_paths(paths.rankings_dir(), cells)[ext]
 
+    def audit_inputs(self) -> dict:
+        """The files the audit reads besides the results table and the ranking JSONs: every CSF and network-pass
+        fit, the feature files of every scored set (their accuracy) and the prediction-set tables."""
+        models = list(self.iter_models())
+        return {"fits": [paths.csf_fit(s, str(m), g) for s, m in models for g in self.fit_groups],
+                "network_fits": [paths.network_fit(s, str(m)) for s, m in models] if self.network_methods else [],
+                "features": [paths.features(s, str(m), d) for s, m in models for d in self.scored_datasets(s, m)],
+                "prediction_sets": [f for s in self.sources for f in self.prediction_set_files(s)]
+                if self.enabled("conformal") else []}
+
+    def source_classes(self) -> dict[str, int]:
+        """{source: number of classes}."""
+        return {s: int(self.config["sources"][s]["n_classes"]) for s in self.sources}
+
+    def mcd_passes(self) -> dict[str, int]:
+        """{backbone: MC-dropout passes} of the backbones whose models run MC dropout (their MCD ranking cells)."""
+        return {b: c["mcd_samples"] for b, c in self.config["backbones"].items()
+                if 1 in c["dropout"] and c.get("mcd_samples", 0) > 0}
+
     @property
     def backbones(self) -> list[str]:
         return list(self.config["backbones"])
@@ -485,7 +504,8 @@ class Jobs(Grid):
                 "rankings": [paths.ranking_summary()], "figures": self.figure_targets(),
                 "nc_tables": self.nc_tables(), "proximity_tables": self.proximity_outputs(),
                 "conformal": self.conformal_outputs(), "analyses": self.analysis_outputs(),
-                "weights": [paths.weights_record()] if self.weights_loaders() else []}
+                "weights": [paths.weights_record()] if self.weights_loaders() else [],
+                "audit": [paths.audit_table()]}
 
     # -----------------------------------------------------------------------------------------
     # resources

@@ -185,6 +185,11 @@ def ranked_sets() -> str:
     return f"{rankings_dir()}/ranked_sets.csv"
 
 
+def audit_table() -> str:
+    """The self-audit of the run (csfbench.audit): one row per finding with its cause and remedy (CSV)."""
+    return f"{RESULTS}/tables/audit.csv"
+
+
 def table_view(table_csv: str | os.PathLike) -> str:
     """The report's view of a table (csfbench.report.tables.write_table): an HTML page beside the table's CSV
     ``table_csv`` (a path or a pattern), of the same name with ``.html`` for its extension."""
