@@ -2,8 +2,8 @@
 
 The data folder holds CIFAR-10 batches, SVHN .mat files, an image folder, an OpenOOD imglist tree and a
 Fashion-MNIST test split in IDX files, written by the fixture writers in the official formats.  The config
-`csfbench init` writes is cut to a micro scale (one epoch, a tiny tuning budget, search ranges for training
-splits of 60-200 rows), a torchvision ResNet-18 (a saved ``.pth``) is added with the default network-pass
+`csfbench init` writes is cut to a micro scale (one epoch, a tiny tuning budget, the unprojected fit group only,
+search ranges for training splits of 60-200 rows), a torchvision ResNet-18 (a saved ``.pth``) is added with the default network-pass
 detectors, and the run goes end to end with `--directory`; every OOD set must land in a ranking cell.  Then the
 report is built with the same config and folder.
 """
@@ -129,11 +129,12 @@ def _with_resnet18(config: dict, weights) -> dict:
 
 
 def _micro(config: dict) -> dict:
-    """The starter config at a micro scale: only sizes, epochs and search budgets change."""
+    """The starter config at a micro scale: only sizes, epochs, search budgets and the fit groups change."""
     config["training"]["vgg13"]["common"]["batch_size"] = 64
     config["training"]["vgg13"]["devries"]["epochs"] = 1
     config["features"]["batch_size"] = 128
     config["csf"]["tuning"] = {"init_points": 2, "n_iter": 1, "budgets": {}}
+    config["csf"]["groups"] = ["none"]  # the projections are run by the micro workflow tests: a third of the jobs
     # the micro training splits hold 60-200 rows: smaller KNN and Nyström search ranges
     config["csf"]["search_space"] = {"KPCA RecError": {"n_landmarks": [50, 100]}, "KNN": {"k": [1, 20]}}
     return config
