@@ -82,6 +82,18 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
     results = pd.read_parquet(workdir / "results/results.parquet")
     assert list(results.columns) == COLUMNS + CONFORMAL_COLUMNS + BOOTSTRAP_COLUMNS
     assert results["source"].unique().tolist() == ["demo10"]
+    # micro.yaml's bootstrap: an interval around every test-split AUGRC row of a scheme with both classes, none
+    # elsewhere (validation rows, other metrics, the conformal rows)
+    boot = config["evaluation"]["bootstrap"]
+    chosen = (results["split"] == "test") & (results["metric"] == "augrc") & results["conformal_method"].isna()
+    inside = results[chosen & (results["n_boot"] > 0)]
+    assert len(inside) > 0.9 * chosen.sum() and (inside["n_boot"] == boot["n_boot"]).all()
+    assert ((0 <= inside["ci_low"]) & (inside["ci_low"] <= inside["ci_high"]) & (inside["ci_high"] <= 1)).all()
+    # a percentile interval need not hold its point estimate, but nearly always does
+    holds = (inside["ci_low"] <= inside["value"] + 1e-12) & (inside["value"] <= inside["ci_high"] + 1e-12)
+    assert holds.mean() > 0.75, holds.mean()
+    assert (inside["ci_level"] == boot["level"]).all()
+    assert (results.loc[~chosen, "n_boot"] == 0).all() and results.loc[~chosen, "ci_low"].isna().all()
     # micro.yaml's evaluation section: every preset's names, each in the schemes it applies to
     by_metric = results[results["conformal_method"].isna()].groupby("metric")["scheme"].agg(set)
     evaluation = config["evaluation"]
