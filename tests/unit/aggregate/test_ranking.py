@@ -233,9 +233,9 @@ def test_analyses_of_the_demo_config_cover_mcd_only_where_it_exists():
     config = load_config(REPO / "config/config.yaml")
     cells = analyses(config)
     groups = len(ranking_settings(config["ranking"])["metric_groups"])
-    # vgg13: non-MCD and MCD on demo10, the demo ViT (no dropout models, so no MCD cells) on demo10 and demo40;
+    # vgg13: non-MCD and MCD on demo10, the demo ViT (no dropout models, so no MCD cells) on demo10;
     # the untrained ViT (vittiny) on pretrain20 only
-    assert len(cells) == groups * (2 * 1 + 2 + 1) * len(REGIMES) and len(REGIMES) == 7
+    assert len(cells) == groups * (2 * 1 + 1 + 1) * len(REGIMES) and len(REGIMES) == 7
     assert {c.source for c in cells if c.backbone == "vittiny"} == {"pretrain20"}
     assert {(c.source, c.mcd) for c in cells if c.backbone == "vgg13"} == {("demo10", False), ("demo10", True)}
     assert not any(c.mcd and c.backbone == "vit" for c in cells)
