@@ -276,7 +276,9 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
         "proximity_embed": 1, "proximity_regimes": 1,
         # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
         "rank_csfs": 1, "conover_heatmap": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,
-        "selected_configuration_tables": 1, "rc_curves": 1}
+        "selected_configuration_tables": 1, "rc_curves": 1,
+        # the self-audit reads the results table and the new set's feature files
+        "audit": 1}
 
 
 def test_summary_lists_models_and_files(micro_run):
@@ -332,6 +334,8 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     total -= 5 + len(config["backbones"]) + len(config["sources"])
     # the record of the pretrained weights files the models load (weights_provenance: the ViT's), once
     total -= 1 if weights_files(config) else 0
+    # the self-audit, once
+    total -= 1
     # all + index + train + extract + fit + score + aggregate
     assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")
