@@ -181,8 +181,9 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
                     ref = id_scores[mode]
                     built = build_scheme(scheme, ref["scores"][(csf, variant)], ref["correct"], conf)
                 values = evaluate(built, metrics)
-                seed = bootstrap_seed(bootstrap.seed, spec, mode, csf, variant, eval_set.name, scheme)
-                bounds = _row_intervals(built, [m for m in wanted if m in values], bootstrap, seed)
+                chosen = [m for m in wanted if m in values]
+                bounds = _row_intervals(built, chosen, bootstrap, bootstrap_seed(
+                    bootstrap.seed, spec, mode, csf, variant, eval_set.name, scheme)) if chosen else {}
                 for metric, value in values.items():
                     rows.append({**base, "mcd": mode == "mcd", "csf": csf, "variant": variant,
                                  "tuning_protocol": protocols.get((csf, variant)), "scheme": scheme,
@@ -197,14 +198,13 @@ _NO_INTERVAL = {"ci_low": np.nan, "ci_high": np.nan, "n_boot": 0, "ci_level": np
 
 def _row_intervals(built, metrics: list[str], bootstrap: Bootstrap, seed: int) -> dict[str, dict]:
     """{metric: its :data:`BOOTSTRAP_COLUMNS` values} of one scheme's evaluation set ``built``
-    (:class:`csfbench.metrics.SchemeData`), all ``metrics`` from the same replicates drawn with ``seed``.
+    (:class:`csfbench.metrics.SchemeData`), all ``metrics`` (at least one) from the same replicates drawn with
+    ``seed``.
 
     Resampling is stratified by the set's binary residual (ID and OOD for the OOD schemes, correct and failure for
     ``misclf``) and within it by ``built.shifted`` (the ID and the shifted set are separate samples: in the
     ``failure`` scheme the misclassified ID and the shifted samples keep their numbers, and with them the AUROC's
     weights 1/n_id, 1/n_shift, which the replicates carry).  A set with a single class gets no intervals."""
-    if not metrics:
-        return {}
     try:
         found = intervals(metrics, built.confidence, built.residual, n_boot=bootstrap.n_boot, level=bootstrap.level,
                           seed=seed, strata=built.shifted, weight=built.weight)
