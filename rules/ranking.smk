@@ -10,6 +10,8 @@ RANKING_DIR = paths.rankings_dir()  # also read by rule all
 rule rank_csfs:
     input:
         table=paths.results_table(),
+        # the bootstrap replicates the score jobs keep for the clique stability (ranking.stability)
+        metrics=G.metric_files(),
     output:
         json=G.ranking_files("json"),
         csv=G.ranking_files("csv"),
@@ -17,6 +19,12 @@ rule rank_csfs:
         summary_view=report(
             paths.table_view(paths.ranking_summary()),
             caption="../report/ranking_summary.rst",
+            category="Rankings",
+        ),
+        stability=paths.clique_stability(),
+        stability_view=report(
+            paths.table_view(paths.clique_stability()),
+            caption="../report/clique_stability.rst",
             category="Rankings",
         ),
         coverage=paths.ranked_sets(),

@@ -25,7 +25,12 @@ row of :func:`metric_rows` carries :data:`BOOTSTRAP_COLUMNS` — ``ci_low``, ``c
 the value's units), ``n_boot`` (the replicates; 0 without an interval) and ``ci_level`` — NaN/0 where no interval
 is computed: the setting is off (``n_boot`` 0), the row's split or metric is not selected, the metric has no
 weighted replicate (ECE, MCE), or the set has a single label class.  The replicates of one row group (model, mode,
-CSF variant, set, scheme) are drawn once for all its metrics, with the seed :func:`bootstrap_seed`.
+CSF variant, set, scheme) are drawn once for all its metrics, with the seed :func:`bootstrap_seed` of (model, mode,
+set, scheme): every CSF variant of a model, mode, set and scheme is evaluated on the same resamples (a paired
+bootstrap), so replicate b of two variants compares them on one resample, as the ranking's stability needs.
+With ``Bootstrap.replicates`` > 0 the rows of ``Bootstrap.replicate_metrics`` that have an interval also keep
+their first ``replicates`` replicate values (column :data:`REPLICATE_COLUMN`, a float64 array; None in the other
+rows), which the ranking's clique stability reads (:mod:`csfbench.aggregate.stability`).
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ import pandas as pd
 
 from csfbench.metrics import DEFAULT_METRICS, UndefinedMetricError, build_scheme, evaluate
 from csfbench.metrics.bootstrap import SUPPORTED as BOOTSTRAP_METRICS
-from csfbench.metrics.bootstrap import intervals
+from csfbench.metrics.bootstrap import percentile_interval, replicate_values
 from csfbench.metrics.conformal import band_metrics
 from csfbench.seeds import derive_seed
 from csfbench.specs import GROUP_KEYS, EvalSet, ModelSpec
@@ -60,6 +65,9 @@ SIMULATED_METHOD = "mc_search"
 CONFORMAL_SCHEME = "conformal"
 #: the bootstrap interval of a metric row (:class:`Bootstrap`): not part of a row's key; NaN / 0 without one
 BOOTSTRAP_COLUMNS = ["ci_low", "ci_high", "n_boot", "ci_level"]
+#: the kept bootstrap replicate values of a metric row (:class:`Bootstrap` ``replicates``); the metric files' only
+#: column that is not in the results table
+REPLICATE_COLUMN = "replicates"
 #: the splits of the metric rows (:func:`metric_rows`' ``split`` column)
 ROW_SPLITS = ("val", "test")
 #: conformal metric name of FPR@TPRβ: the classical metric of the same meaning (OOD = failure = positive)
@@ -78,17 +86,24 @@ class Bootstrap:
     """The bootstrap intervals of :func:`metric_rows`: ``n_boot`` stratified replicates per row group (0 = no
     intervals), percentile intervals at ``level`` (in (0, 1)), the base ``seed`` of :func:`bootstrap_seed`, the
     ``metrics`` that get intervals (names of :data:`csfbench.metrics.bootstrap.SUPPORTED`) and the ``splits``
-    (:data:`ROW_SPLITS`) whose rows get them.  Invalid values raise ValueError naming them."""
+    (:data:`ROW_SPLITS`) whose rows get them; the rows of ``replicate_metrics`` keep their first ``replicates``
+    replicate values (at most ``n_boot``; 0 = none).  Invalid values raise ValueError naming them."""
 
     n_boot: int = 0
     level: float = 0.95
     seed: int = 0
     metrics: tuple[str, ...] = ()
     splits: tuple[str, ...] = ("test",)
+    replicates: int = 0
+    replicate_metrics: tuple[str, ...] = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "metrics", tuple(self.metrics))
-        object.__setattr__(self, "splits", tuple(self.splits))
+        for name in ("metrics", "splits", "replicate_metrics"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if isinstance(self.replicates, bool) or int(self.replicates) != self.replicates or not (
+                0 <= self.replicates <= self.n_boot):
+            raise ValueError(f"bootstrap replicates must be an integer in [0, n_boot = {self.n_boot}], "
+                             f"got {self.replicates!r}")
         if isinstance(self.n_boot, bool) or int(self.n_boot) != self.n_boot or self.n_boot < 0:
             raise ValueError(f"bootstrap n_boot must be an integer >= 0, got {self.n_boot!r}")
         if not 0 < self.level < 1:
@@ -106,11 +121,13 @@ class Bootstrap:
         return self.metrics if self.n_boot and split in self.splits else ()
 
 
-def bootstrap_seed(seed: int, spec: ModelSpec, mode: str, csf: str, variant: str, dataset: str, scheme: str) -> int:
-    """The seed of one row group's replicates: :func:`csfbench.seeds.derive_seed` of the base ``seed`` and the
-    group's identity (source, model, mode ``det``/``mcd``, CSF, variant, evaluation set, scheme), so that a group's
-    intervals do not depend on which other groups, sets or jobs were evaluated, nor in which order."""
-    return derive_seed(seed, spec.source, spec.model, mode, csf, variant, dataset, scheme)
+def bootstrap_seed(seed: int, spec: ModelSpec, mode: str, dataset: str, scheme: str) -> int:
+    """The seed of the replicates of one (model, mode, set, scheme): :func:`csfbench.seeds.derive_seed` of the base
+    ``seed`` and that identity (source, model, mode ``det``/``mcd``, evaluation set, scheme), so that a row group's
+    intervals do not depend on which other groups, sets or jobs were evaluated, nor in which order.  The CSF variant
+    is not part of it: the variants of one model, mode, set and scheme share their labels, hence their resamples
+    (paired replicates, :func:`csfbench.metrics.bootstrap.replicate_values`)."""
+    return derive_seed(seed, spec.source, spec.model, mode, dataset, scheme)
 
 
 def conformal_metric(base: str, method: str, delta: float) -> str:
@@ -159,7 +176,8 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
     and ``"labels"`` (the true classes, −1 = unlabelled), which the ``misclf`` rows of a labelled set pass to the
     balanced-accuracy metrics.  ``metrics``: the metric names (:mod:`csfbench.metrics.registry`).
     ``bootstrap``: the intervals (:class:`Bootstrap`; default: none), computed on the scheme's evaluation set
-    (:func:`csfbench.metrics.build_scheme`) by :func:`_row_intervals`.
+    (:func:`csfbench.metrics.build_scheme`) by :func:`_row_intervals`; with ``bootstrap.replicates`` > 0 the rows
+    end with the column :data:`REPLICATE_COLUMN`.
     """
     schemes = schemes_for(eval_set)
     if any(s in SHIFT_SCHEMES for s in schemes) and id_scores is None:
@@ -183,17 +201,18 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
                 values = evaluate(built, metrics)
                 chosen = [m for m in wanted if m in values]
                 bounds = _row_intervals(built, chosen, bootstrap, bootstrap_seed(
-                    bootstrap.seed, spec, mode, csf, variant, eval_set.name, scheme)) if chosen else {}
+                    bootstrap.seed, spec, mode, eval_set.name, scheme)) if chosen else {}
                 for metric, value in values.items():
                     rows.append({**base, "mcd": mode == "mcd", "csf": csf, "variant": variant,
                                  "tuning_protocol": protocols.get((csf, variant)), "scheme": scheme,
                                  "id_set": id_role(scheme), "metric": metric,
                                  "value": float(value), **bounds.get(metric, _NO_INTERVAL)})
-    return pd.DataFrame(rows, columns=COLUMNS + BOOTSTRAP_COLUMNS)
+    kept = [REPLICATE_COLUMN] if bootstrap.replicates else []
+    return pd.DataFrame(rows, columns=COLUMNS + BOOTSTRAP_COLUMNS + kept)
 
 
 #: the bootstrap columns of a row without an interval
-_NO_INTERVAL = {"ci_low": np.nan, "ci_high": np.nan, "n_boot": 0, "ci_level": np.nan}
+_NO_INTERVAL = {"ci_low": np.nan, "ci_high": np.nan, "n_boot": 0, "ci_level": np.nan, REPLICATE_COLUMN: None}
 
 
 def _row_intervals(built, metrics: list[str], bootstrap: Bootstrap, seed: int) -> dict[str, dict]:
@@ -204,15 +223,22 @@ def _row_intervals(built, metrics: list[str], bootstrap: Bootstrap, seed: int) -
     Resampling is stratified by the set's binary residual (ID and OOD for the OOD schemes, correct and failure for
     ``misclf``) and within it by ``built.shifted`` (the ID and the shifted set are separate samples: in the
     ``failure`` scheme the misclassified ID and the shifted samples keep their numbers, and with them the AUROC's
-    weights 1/n_id, 1/n_shift, which the replicates carry).  A set with a single class gets no intervals."""
+    weights 1/n_id, 1/n_shift, which the replicates carry).  A set with a single class gets no intervals.  The
+    metrics of ``bootstrap.replicate_metrics`` also keep their first ``bootstrap.replicates`` replicate values."""
     try:
-        found = intervals(metrics, built.confidence, built.residual, n_boot=bootstrap.n_boot, level=bootstrap.level,
-                          seed=seed, strata=built.shifted, weight=built.weight)
+        found = replicate_values(metrics, built.confidence, built.residual, n_boot=bootstrap.n_boot, seed=seed,
+                                 strata=built.shifted, weight=built.weight)
     except UndefinedMetricError as err:
         log.debug("no bootstrap intervals for scheme %s: %s", built.scheme, err)
         return {}
-    return {metric: {"ci_low": low, "ci_high": high, "n_boot": bootstrap.n_boot, "ci_level": bootstrap.level}
-            for metric, (low, high) in found.items()}
+    bounds = {}
+    for metric, values in found.items():
+        low, high = percentile_interval(values, bootstrap.level)
+        kept = values[:bootstrap.replicates] if bootstrap.replicates and metric in bootstrap.replicate_metrics else None
+        bounds[metric] = {"ci_low": low, "ci_high": high, "n_boot": bootstrap.n_boot, "ci_level": bootstrap.level,
+                          REPLICATE_COLUMN: kept}
+    return bounds
+
 
 
 def conformal_rows(spec: ModelSpec, eval_set: EvalSet, calibration: dict, scores: dict, bands: dict,

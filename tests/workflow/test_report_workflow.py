@@ -46,6 +46,26 @@ def test_every_analysis_is_ranked_or_skipped_with_a_reason(run):
     assert ranked["posthoc_applied"].all()
 
 
+def test_cells_of_a_metric_with_replicates_record_their_clique_stability(run):
+    # the micro config draws 20 replicates of AUGRC only (evaluation.bootstrap): its augrc cells have a stability
+    # on all 20 (the schema's 100, capped at n_boot), the rc cells, which also rank AURC, say why they have none
+    stability = pd.read_csv(run / "tables/rankings/clique_stability.csv")
+    assert len(stability) and set(stability["group"]) == {"augrc"} and (stability["n_replicates"] == 20).all()
+    assert stability["top_clique_share"].between(0, 1).all()
+    for cell in analyses(load_config(MICRO)):
+        result = json.loads((run / f"tables/rankings/{cell.name}.json").read_text())
+        if result["status"] != "ok":
+            assert result["stability"]["reason"] == "the cell was not ranked"
+        elif cell.group == "augrc":
+            share = result["stability"]["top_clique_share"]
+            assert result["stability"]["status"] == "ok" and set(share) == set(result["mean_ranks"])
+            # every ranked replicate has a top clique: the shares add up to at least the share of ranked replicates
+            ranked = 1 - result["stability"]["n_tied"] / 20
+            assert sum(share.values()) >= ranked - 1e-9 and ranked > 0, share
+        else:
+            assert result["stability"]["status"] == "skipped" and "['aurc']" in result["stability"]["reason"]
+
+
 def test_figures_and_tables_are_written(run):
     config = load_config(MICRO)
     for backbone in config["backbones"]:

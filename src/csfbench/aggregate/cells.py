@@ -16,7 +16,7 @@ from csfbench.evaluation import base_metric
 #: the cell regimes: the ID test set, the semantic regimes (``semantic``: a semantic set with neither a
 #: configured nor a computed near/mid/far regime), the covariate and the adversarial sets
 REGIMES = ("test", "near", "mid", "far", "semantic", "covariate", "adversarial")
-SETTINGS = ("alpha", "p_adjust", "omnibus_gate", "incomplete", "blocks", "metric_groups", "schemes")
+SETTINGS = ("alpha", "p_adjust", "omnibus_gate", "incomplete", "blocks", "metric_groups", "schemes", "stability")
 SHIFT_TYPE = {"test": "id", "near": "semantic", "mid": "semantic", "far": "semantic", "semantic": "semantic",
               "covariate": "covariate", "adversarial": "adversarial"}
 

@@ -47,7 +47,14 @@ drops anything logs that line (INFO).  When the dropping leaves fewer than two C
 was dropped and the other mode.  The summary row has ``n_dropped_blocks``, ``n_dropped_entities`` and
 ``dropped_entities`` (the dropped CSF variants, ``"; "``-joined).
 
+**Clique stability** (``ranking.stability``; :mod:`csfbench.aggregate.stability`): a ranked cell whose rows carry
+bootstrap replicates (column ``replicates``, joined from the metric files by the ranking stage) repeats the
+ranking on each replicate and records ``stability`` {status, reason, n_replicates, n_tied, top_clique_share,
+mean_layer, n_unlayered} in its JSON (status ``skipped`` with the reason where it cannot: no replicates kept, a
+ranked metric without intervals, a cell not ranked); the CSV adds ``top_clique_share`` and ``mean_layer``.
+
 Every declared analysis writes a JSON and a CSV: a cell with too little data (no rows, fewer than two
+
 CSF variants or complete blocks, every block tied) is written with ``status: "skipped"`` and the
 reason instead of failing the job.
 """
@@ -62,13 +69,15 @@ import pandas as pd
 
 from csfbench.aggregate.cells import SHIFT_TYPE, Analysis, cell_regimes, is_conformal
 from csfbench.aggregate.selection import selected_rows
+from csfbench.aggregate.stability import block_replicates, clique_stability, not_computed
+
 from csfbench.metrics import higher_is_better
 from csfbench.evaluation import CONFORMAL_SCHEME, ID_TEST, base_metric
 from csfbench.stats import StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
 
-CSV_COLUMNS = ["entity", "mean_rank", "layer", "top_clique"]
+CSV_COLUMNS = ["entity", "mean_rank", "layer", "top_clique", "top_clique_share", "mean_layer"]
 
 
 def variant_name(csf: str, projection: str) -> str:
@@ -223,7 +232,8 @@ def run_analysis(rows: pd.DataFrame | None, analysis: Analysis, settings: dict) 
     metrics = list(settings["metric_groups"][analysis.group])
     mode = settings["incomplete"]
     header = {"analysis": asdict(analysis), "metrics": metrics, "blocks": list(settings["blocks"]),
-              "scheme": ranked_scheme(metrics, SHIFT_TYPE[analysis.regime], settings)}
+              "scheme": ranked_scheme(metrics, SHIFT_TYPE[analysis.regime], settings),
+              "stability": not_computed("the cell was not ranked")}
     if rows is None or rows.empty:
         return {**header, "status": "skipped", "reason": f"no selected rows for regime '{analysis.regime}' of "
                 f"{analysis.backbone} ({'MCD' if analysis.mcd else 'non-MCD'}) on {analysis.source} with metrics {metrics}",
@@ -235,21 +245,38 @@ def run_analysis(rows: pd.DataFrame | None, analysis: Analysis, settings: dict) 
         log.info("%s: %s", analysis.name, left.reason)
     if left.skip:
         return {**header, "status": "skipped", "reason": left.skip, **left.fields(mode)}
+    options = {"alpha": settings["alpha"], "p_adjust": settings["p_adjust"],
+               "higher_is_better": higher_is_better(metrics[0]), "omnibus_gate": settings["omnibus_gate"]}
     try:
-        result = rank_table(left.means, blocks, "entity", "value", alpha=settings["alpha"],
-                            p_adjust=settings["p_adjust"], higher_is_better=higher_is_better(metrics[0]),
-                            omnibus_gate=settings["omnibus_gate"])
+        result = rank_table(left.means, blocks, "entity", "value", **options)
     except StatsInputError as err:
         return {**header, "status": "skipped", "reason": str(err), **left.fields(mode)}
-    return {**header, "status": "ok", "reason": None, **result, **left.fields(mode)}
+    return {**header, "status": "ok", "reason": None, **result, **left.fields(mode),
+            "stability": _stability(rows, left.means, blocks, settings["stability"]["n_replicates"], options)}
+
+
+def _stability(rows: pd.DataFrame, kept: pd.DataFrame, blocks: list[str], n_replicates: int,
+               options: dict[str, Any]) -> dict[str, Any]:
+    """The clique stability of a ranked cell (:mod:`csfbench.aggregate.stability`) on the replicates of its
+    ``rows`` (those of the ranked block means ``kept``), with the cell's own ranking ``options``."""
+    if not n_replicates:
+        return not_computed("ranking.stability.n_replicates is 0")
+    replicates, entities, reason = block_replicates(rows, blocks, kept, n_replicates)
+    if reason:
+        return not_computed(reason)
+    return clique_stability(replicates, entities, **options)
 
 
 def ranking_frame(result: dict[str, Any]) -> pd.DataFrame:
-    """Per-entity table of a result: mean rank, greedy layer (1 = best; empty = none), top-clique flag."""
+    """Per-entity table of a result: mean rank, greedy layer (1 = best; empty = none), top-clique flag, and the
+    clique stability's top-clique share and mean layer (empty without one)."""
     if result["status"] != "ok":
         return pd.DataFrame(columns=CSV_COLUMNS)
     layer_of = {m: i for i, layer in enumerate(result["layers"], 1) for m in layer["members"]}
-    rows = [{"entity": e, "mean_rank": r, "layer": layer_of.get(e), "top_clique": layer_of.get(e) == 1}
+    stability = result.get("stability") or {}
+    share, mean_layer = stability.get("top_clique_share", {}), stability.get("mean_layer", {})
+    rows = [{"entity": e, "mean_rank": r, "layer": layer_of.get(e), "top_clique": layer_of.get(e) == 1,
+             "top_clique_share": share.get(e), "mean_layer": mean_layer.get(e)}
             for e, r in result["mean_ranks"].items()]
     return pd.DataFrame(rows, columns=CSV_COLUMNS).astype({"layer": "Int64"})
 
@@ -272,6 +299,21 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
             "omnibus_gate": result["omnibus"]["gate"] if ok else None,
             "posthoc_applied": result["omnibus"]["posthoc_applied"] if ok else None,
             "top_clique": "; ".join(result["layers"][0]["members"]) if ok else ""}
+
+
+STABILITY_COLUMNS = ["group", "backbone", "mcd", "source", "regime"] + CSV_COLUMNS + ["n_replicates"]
+
+
+def stability_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Every CSF variant of every cell with a clique stability (:data:`STABILITY_COLUMNS`): its
+    :func:`ranking_frame` row beside its cell and the number of replicates ranked, best mean rank first."""
+    frames = []
+    for result in results:
+        if result["status"] == "ok" and result["stability"]["status"] == "ok":
+            a = result["analysis"]
+            frames.append(ranking_frame(result).assign(**{k: a[k] for k in STABILITY_COLUMNS[:5]},
+                                                       n_replicates=result["stability"]["n_replicates"]))
+    return pd.concat(frames, ignore_index=True)[STABILITY_COLUMNS] if frames else pd.DataFrame(columns=STABILITY_COLUMNS)
 
 
 def rank_results(table: pd.DataFrame, cells: Iterable[Analysis], settings: dict) -> list[dict[str, Any]]:

@@ -383,10 +383,8 @@ def _replicate_values(metrics: tuple[str, ...], data: _Sorted, rng: np.random.Ge
     return {name: v if isinstance(v, UndefinedMetricError) else np.concatenate(v) for name, v in values.items()}
 
 
-def _intervals(metrics, confidence, labels, n_boot, level, seed, stratify, strata, weight):
-    """({metric: (low, high)}, {metric: UndefinedMetricError}) of :func:`intervals`."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+def _values(metrics, confidence, labels, n_boot, seed, stratify, strata, weight):
+    """({metric: its ``n_boot`` replicate values}, {metric: UndefinedMetricError}) of :func:`replicate_values`."""
     if int(n_boot) != n_boot or n_boot < 1:
         raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
     metrics = tuple(dict.fromkeys(metrics))
@@ -396,12 +394,35 @@ def _intervals(metrics, confidence, labels, n_boot, level, seed, stratify, strat
     members = _cells(data.bad, stratify, strata)
     values = _replicate_values(metrics, data, np.random.default_rng(seed), int(n_boot), members)
     undefined = {name: v for name, v in values.items() if isinstance(v, UndefinedMetricError)}
-    defined = [name for name in metrics if name not in undefined]
-    if not defined:
-        return {}, undefined
-    # one call for every metric: numpy's quantile of each row equals the row's own quantile
-    bounds = np.quantile(np.stack([values[name] for name in defined]), [(1 - level) / 2, (1 + level) / 2], axis=1)
-    return {name: (float(low), float(high)) for name, low, high in zip(defined, *bounds)}, undefined
+    return {name: values[name] for name in metrics if name not in undefined}, undefined
+
+
+def _warn(undefined: dict) -> None:
+    for name, err in undefined.items():
+        log.warning("bootstrap replicates of %s omitted: %s", name, err)
+
+
+def replicate_values(metrics, confidence, labels, *, n_boot: int = 1000, seed: int = 0, stratify: bool = True,
+                     strata=None, weight=None) -> dict[str, np.ndarray]:
+    """{metric: its values on the ``n_boot`` replicates} (float64 arrays, in draw order) of every name in
+    ``metrics``: the replicates :func:`intervals` takes its quantiles of, with the same arguments and draws.
+
+    Two calls with the same ``labels``, ``strata``, ``n_boot`` and ``seed`` draw the same resamples whatever the
+    ``confidence``: the replicates of two confidence scores of the same samples are paired (replicate b of each is
+    computed on the same resample).  A metric undefined on some replicate is left out with a logged warning; data
+    with a single label class raises :class:`UndefinedMetricError`."""
+    values, undefined = _values(metrics, confidence, labels, n_boot, seed, stratify, strata, weight)
+    _warn(undefined)
+    return values
+
+
+def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of replicate ``values``: their (1 − level)/2 and (1 + level)/2 quantiles (numpy's
+    linear interpolation; Efron & Tibshirani 1993, ch. 13)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
 
 
 def intervals(metrics, confidence, labels, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
@@ -418,15 +439,15 @@ def intervals(metrics, confidence, labels, *, n_boot: int = 1000, level: float =
     (deterministic); ``stratify=True`` resamples the two label classes separately with their own sizes, and
     within them each value of ``strata`` (one value per sample, e.g. a scheme's ``shifted`` flags) separately.
     ``weight``: per-sample weights read by the weighted metrics (AUROC), each drawn copy carrying its sample's.
-    The interval is the (1 − level)/2 and (1 + level)/2 quantiles of the replicates (numpy's linear
-    interpolation; Efron & Tibshirani 1993, ch. 13).  A metric undefined on some replicate (AUTC on a replicate
-    of one confidence) is left out of the result with a logged warning; data with a single label class raises
-    :class:`UndefinedMetricError`.
+    The interval is :func:`percentile_interval` of the :func:`replicate_values`.  A metric undefined on some
+    replicate (AUTC on a replicate of one confidence) is left out of the result with a logged warning; data with
+    a single label class raises :class:`UndefinedMetricError`.
     """
-    found, undefined = _intervals(metrics, confidence, labels, n_boot, level, seed, stratify, strata, weight)
-    for name, err in undefined.items():
-        log.warning("bootstrap interval of %s omitted: %s", name, err)
-    return found
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    values = replicate_values(metrics, confidence, labels, n_boot=n_boot, seed=seed, stratify=stratify,
+                              strata=strata, weight=weight)
+    return {name: percentile_interval(v, level) for name, v in values.items()}
 
 
 def interval(metric: str, confidence, labels, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
@@ -434,7 +455,9 @@ def interval(metric: str, confidence, labels, *, n_boot: int = 1000, level: floa
     """The bootstrap percentile interval ``(low, high)`` of one metric: :func:`intervals` of ``(metric,)`` with the
     same arguments (the same draws for the same seed), raising :class:`UndefinedMetricError` where the metric is
     undefined on a replicate."""
-    found, undefined = _intervals((metric,), confidence, labels, n_boot, level, seed, stratify, strata, weight)
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    values, undefined = _values((metric,), confidence, labels, n_boot, seed, stratify, strata, weight)
     if metric in undefined:
         raise undefined[metric]
-    return found[metric]
+    return percentile_interval(values[metric], level)

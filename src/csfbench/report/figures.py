@@ -5,7 +5,10 @@ with matplotlib's headless Agg backend.
   Columns are ``source→regime`` cells ordered by regime (test, near, mid, far, covariate, adversarial),
   then source in config order; rows are CSF variants; a dot marks membership of the cell's layer-1
   clique, members are joined by a vertical line coloured by regime, and a side bar counts the cells
-  each variant is in. Skipped cells are empty columns marked "n/a".
+  each variant is in. Skipped cells are empty columns marked "n/a". Where a cell has a clique stability
+  (:mod:`csfbench.aggregate.stability`), a dot's area is proportional to the member's share of bootstrap
+  replicates in the top clique (a full-size dot: every replicate) and a hollow ring marks a non-member that is
+  in the top clique on at least half of them.
 - :func:`conover_matrix` / :func:`plot_conover_heatmap`: Figure 2 analogue, the pairwise Conover
   p-values of one ranking analysis (:func:`csfbench.workflow.targets.heatmap_analysis`, setting ``figures.heatmap``; default the
   first column of the top-clique map: clique map group, first backbone, non-MCD, first source, ID test
@@ -39,6 +42,7 @@ REGIME_COLOURS = {"test": "tab:green", "near": "tab:blue", "mid": "tab:red", "fa
 RC_KINDS = ("selective", "generalized")
 SETTINGS = ("clique_map_group", "table_metric", "rc_curves", "heatmap")
 HEATMAP_KEYS = ("group", "backbone", "mcd", "source", "regime")
+DOT_AREA = 30  # points² of a top-clique dot; with a clique stability, scaled by the member's top-clique share
 ANNOTATE_MAX = 20  # the heatmap writes each p-value in its cell (3 d.p., as the paper's Figure 2) up to this k
 
 
@@ -66,10 +70,11 @@ def top_clique_membership(results: Iterable[dict[str, Any]], sources: Sequence[s
     """CSF variant × ``source→regime`` boolean matrix of layer-1 membership (rows sorted by name).
 
     Only the regimes that have at least one analysis are columns; a skipped cell is an all-False column
-    whose name is listed in ``frame.attrs["skipped"]``.
+    whose name is listed in ``frame.attrs["skipped"]``.  ``frame.attrs["share"]``: the same shape of
+    top-clique shares (:mod:`csfbench.aggregate.stability`, in [0, 1]; NaN where a cell has no stability).
     """
     by_cell = {(r["analysis"]["source"], r["analysis"]["regime"]): r for r in results}
-    columns, skipped, members = [], [], {}
+    columns, skipped, members, shares = [], [], {}, {}
     for regime in REGIMES:
         cells = [(s, regime) for s in sources if (s, regime) in by_cell]
         if all(by_cell[c]["status"] != "ok" for c in cells):
@@ -80,6 +85,9 @@ def top_clique_membership(results: Iterable[dict[str, Any]], sources: Sequence[s
             result = by_cell[(source, regime)]
             if result["status"] == "ok":
                 members[name] = set(result["layers"][0]["members"])
+                stability = result.get("stability") or {}
+                if stability.get("status") == "ok":
+                    shares[name] = stability["top_clique_share"]
             else:
                 skipped.append(name)
     entities = sorted({e for r in by_cell.values() if r["status"] == "ok" for e in r["mean_ranks"]})
@@ -87,6 +95,8 @@ def top_clique_membership(results: Iterable[dict[str, Any]], sources: Sequence[s
                          dtype=bool)
     frame.index.name = "csf_variant"
     frame.attrs["skipped"] = skipped
+    frame.attrs["share"] = pd.DataFrame({c: [shares.get(c, {}).get(e, np.nan) for e in entities] for c in columns},
+                                        index=entities, dtype=float)
     return frame
 
 
@@ -96,19 +106,29 @@ def plot_top_clique_map(membership: pd.DataFrame, title: str) -> plt.Figure:
     fig, (ax, bar) = plt.subplots(1, 2, figsize=(2.0 + 0.45 * max(n_cols, 1) + 2.0, 1.5 + 0.22 * max(n_rows, 1)),
                                   gridspec_kw={"width_ratios": [max(n_cols, 1), 3]}, sharey=True)
     y = {name: i for i, name in enumerate(membership.index)}
+    share = membership.attrs.get("share", pd.DataFrame(np.nan, index=membership.index, columns=membership.columns))
     for j, column in enumerate(membership.columns):
         colour = REGIME_COLOURS[column.split("→")[1]]
-        rows = [y[e] for e in membership.index[membership[column].to_numpy()]]
+        member = membership[column].to_numpy()
+        rows = [y[e] for e in membership.index[member]]
+        known = share[column].to_numpy()
         if rows:
             ax.plot([j, j], [min(rows), max(rows)], color=colour, lw=2, zorder=1)
-            ax.scatter([j] * len(rows), rows, color=colour, s=30, zorder=2)
-        elif column in membership.attrs.get("skipped", ()):
+            sizes = np.where(np.isnan(known[member]), DOT_AREA, np.maximum(known[member], 0.05) * DOT_AREA)
+            ax.scatter([j] * len(rows), rows, color=colour, s=sizes, zorder=2)
+        near = ~member & (np.nan_to_num(known) >= 0.5)
+        if near.any():
+            ax.scatter([j] * int(near.sum()), [y[e] for e in membership.index[near]], facecolors="none",
+                       edgecolors=colour, s=known[near] * DOT_AREA, lw=0.8, zorder=2)
+        if not rows and column in membership.attrs.get("skipped", ()):
             ax.text(j, (n_rows - 1) / 2, "n/a", rotation=90, ha="center", va="center", fontsize=7, color="grey")
     ax.set_xticks(range(n_cols), membership.columns, rotation=90, fontsize=7)
     ax.set_yticks(range(n_rows), membership.index, fontsize=7)
     ax.set_xlim(-0.5, n_cols - 0.5)
     ax.set_ylim(n_rows - 0.5, -0.5)
     ax.grid(axis="y", color="0.92", lw=0.5)
+    if share.notna().to_numpy().any():
+        title += "\ndot area: share of bootstrap replicates in the top clique; ring: non-member in it on ≥ half"
     ax.set_title(title, fontsize=9)
     counts = membership.sum(axis=1).to_numpy()
     bar.barh(range(n_rows), counts, color="0.4")

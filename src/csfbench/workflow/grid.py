@@ -87,13 +87,22 @@ class Grid:
         """The score jobs' bootstrap settings (the keys of :class:`csfbench.evaluation.Bootstrap`) as canonical JSON:
         ``evaluation.bootstrap`` with ``metrics`` resolved (null = every metric row of the run with a bootstrap
         replicate, :data:`csfbench.metrics.bootstrap.SUPPORTED`, in row order); only ``{"n_boot": 0}`` when off,
-        so that editing an unused setting reruns no job."""
+        so that editing an unused setting reruns no job.  The clique stability's replicates
+        (``ranking.stability.n_replicates``, at most ``n_boot``) are kept for the ranked metrics that get intervals
+        (``replicates``, ``replicate_metrics``; left out when none is kept)."""
         settings = dict(self.config["evaluation"]["bootstrap"])
         if not settings["n_boot"]:
             return canonical_json({"n_boot": 0})
         if settings["metrics"] is None:
             settings["metrics"] = [name for name in self.metric_names if name in BOOTSTRAP_METRICS]
+        ranking = self.config["ranking"]
+        ranked = {name for group in ranking["metric_groups"].values() for name in group}
+        kept = [name for name in settings["metrics"] if name in ranked]
+        replicates = min(ranking["stability"]["n_replicates"], settings["n_boot"])
+        if kept and replicates:
+            settings.update(replicates=replicates, replicate_metrics=kept)
         return canonical_json(settings)
+
 
     # -----------------------------------------------------------------------------------------
     # models and evaluation sets

@@ -180,6 +180,11 @@ def ranking_summary() -> str:
     return f"{rankings_dir()}/summary.csv"
 
 
+def clique_stability() -> str:
+    """The clique stability table: every CSF variant's top-clique share and mean layer over bootstrap replicates."""
+    return f"{rankings_dir()}/clique_stability.csv"
+
+
 def ranked_sets() -> str:
     """The ranking coverage table: every evaluation set × the cells of its source and regime, ranked or why not."""
     return f"{rankings_dir()}/ranked_sets.csv"

@@ -17,6 +17,7 @@ from tests.helpers.results_synthetic import synthetic_results
 def _settings(**override) -> dict:
     config = load_yaml(REPO / "config/config.yaml")
     config["ranking"] = override
+    config["figures"]["clique_map_group"] = next(iter(override.get("metric_groups", {"augrc": None})))
     return ranking_settings(validate_config(config)["ranking"])
 
 

@@ -26,6 +26,7 @@ def _ranking(**override) -> dict:
     """A complete ``ranking`` section: ``override`` with the schema's defaults filled in by validate_config."""
     config = load_yaml(REPO / "config/config.yaml")
     config["ranking"] = override
+    config["figures"]["clique_map_group"] = next(iter(override.get("metric_groups", {"augrc": None})))
     return validate_config(config)["ranking"]
 
 
@@ -225,7 +226,7 @@ def test_schema_defaults_are_the_paper_compatible_settings():
                         "blocks": ["dataset", "paradigm", "metric"],
                         "metric_groups": {"rc": ["augrc", "aurc"], "augrc": ["augrc"], "aurc": ["aurc"]},
                         "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf",
-                                    "adversarial": "misclf"}}
+                                    "adversarial": "misclf"}, "stability": {"n_replicates": 100}}
     assert ranking_settings(defaults) == defaults
 
 
@@ -247,9 +248,11 @@ def test_written_files_are_complete_and_deterministic(tmp_path):
     table_path = tmp_path / "results.parquet"
     synthetic_results().sample(frac=1.0, random_state=3).to_parquet(table_path, index=False)
     cells = [Analysis("rc", "vgg13", False, "s1", r) for r in ("test", "near", "mid")]
-    write_rankings(table_path, _ranking(), cells, tmp_path / "a", tmp_path / "a.csv", tmp_path / "a_sets.csv")
+    write_rankings(table_path, _ranking(), cells, tmp_path / "a", tmp_path / "a.csv", tmp_path / "a_sets.csv",
+                   tmp_path / "a_stability.csv")
     synthetic_results().to_parquet(table_path, index=False)
-    write_rankings(table_path, _ranking(), cells, tmp_path / "b", tmp_path / "b.csv", tmp_path / "b_sets.csv")
+    write_rankings(table_path, _ranking(), cells, tmp_path / "b", tmp_path / "b.csv", tmp_path / "b_sets.csv",
+                   tmp_path / "b_stability.csv")
     paths_a, paths_b = output_paths(tmp_path / "a", cells), output_paths(tmp_path / "b", cells)
     for a, b in zip(paths_a["json"] + paths_a["csv"], paths_b["json"] + paths_b["csv"]):
         assert open(a).read() == open(b).read()

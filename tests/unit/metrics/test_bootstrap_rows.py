@@ -14,9 +14,11 @@ import pytest
 
 from csfbench.aggregate.results_table import TABLE_COLUMNS, merge_metric_files
 from csfbench.errors import ConfigError
-from csfbench.evaluation import BOOTSTRAP_COLUMNS, COLUMNS, Bootstrap, bootstrap_seed, conformal_rows, metric_rows
+from csfbench.evaluation import (BOOTSTRAP_COLUMNS, COLUMNS, REPLICATE_COLUMN, Bootstrap, bootstrap_seed, conformal_rows,
+                                 metric_rows)
 from csfbench.metrics import DEFAULT_METRICS, UndefinedMetricError, build_scheme, metric
-from csfbench.metrics.bootstrap import CHUNK, SUPPORTED, _cells, _draw, _replicate_values, _Sorted, interval, intervals
+from csfbench.metrics.bootstrap import (CHUNK, SUPPORTED, _cells, _draw, _replicate_values, _Sorted, interval, intervals,
+                                       percentile_interval, replicate_values)
 from csfbench.specs import EvalSet
 from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config, validate_config
@@ -151,9 +153,34 @@ def test_intervals_do_not_depend_on_the_order_or_the_company_of_the_sets(tmp_pat
     # the seed is the group's: another base seed, another draw
     other = _write(tmp_path, [TEST, FAR], "other", Bootstrap(n_boot=64, metrics=("auroc", "augrc"), seed=4))
     assert not np.array_equal(other.sort_values(keys)["ci_low"].dropna(), fewer.sort_values(keys)["ci_low"].dropna())
-    seeds = {bootstrap_seed(3, SPEC, mode, csf, "none", dataset, scheme) for mode in ("det", "mcd")
-             for csf in ("MSR", "MLS") for dataset in ("test", "far") for scheme in ("misclf", "newclass")}
-    assert len(seeds) == 16
+    seeds = {bootstrap_seed(3, SPEC, mode, dataset, scheme) for mode in ("det", "mcd")
+             for dataset in ("test", "far") for scheme in ("misclf", "newclass")}
+    assert len(seeds) == 8
+
+
+def test_rows_keep_paired_replicates_of_the_chosen_metrics():
+    # MSR and MLS = MSR² rank the samples alike, so on paired resamples (one draw for both) their AUROC replicates
+    # are equal; the kept replicates are the first ones of the draw whose quantiles are the interval
+    reference = _scores(0)
+    boot = Bootstrap(n_boot=80, metrics=("auroc", "augrc"), seed=2, replicates=30, replicate_metrics=("auroc",))
+    rows = pd.concat([metric_rows(SPEC, TEST, reference, None, DEFAULT_METRICS, boot),
+                      metric_rows(SPEC, NEAR, _scores(1, shift=-2.0), reference, DEFAULT_METRICS, boot)])
+    assert list(rows.columns) == COLUMNS + BOOTSTRAP_COLUMNS + [REPLICATE_COLUMN]
+    kept = rows[rows[REPLICATE_COLUMN].notna()]
+    assert set(kept["metric"]) == {"auroc"} and (kept[REPLICATE_COLUMN].map(len) == 30).all()
+    assert len(kept) == len(rows[(rows["metric"] == "auroc") & (rows["n_boot"] > 0)])
+    for (dataset, scheme), pair in kept.groupby(["dataset", "scheme"]):
+        msr, mls = (pair.loc[pair["csf"] == name, REPLICATE_COLUMN].iloc[0] for name in ("MSR", "MLS"))
+        np.testing.assert_allclose(msr, mls, rtol=0, atol=1e-12, err_msg=f"{dataset}/{scheme}")
+    built = build_scheme("misclf", reference["det"]["scores"][("MSR", "none")], reference["det"]["correct"])
+    values = replicate_values(["auroc"], built.confidence, built.residual, n_boot=80,
+                              seed=bootstrap_seed(2, SPEC, "det", "test", "misclf"), strata=built.shifted)["auroc"]
+    row = kept[(kept["dataset"] == "test") & (kept["csf"] == "MSR")].iloc[0]
+    np.testing.assert_array_equal(row[REPLICATE_COLUMN], values[:30])
+    assert (row["ci_low"], row["ci_high"]) == percentile_interval(values, 0.95)
+    # off: no column
+    assert REPLICATE_COLUMN not in metric_rows(SPEC, TEST, reference, None, DEFAULT_METRICS, BOOT).columns
+
 
 
 def test_the_results_table_carries_the_columns_next_to_conformal_rows(tmp_path):
@@ -173,17 +200,26 @@ def test_the_results_table_carries_the_columns_next_to_conformal_rows(tmp_path):
 
 def test_bootstrap_settings_validate_and_reach_the_score_jobs():
     demo = load_config(CONFIG)
+    # the demo's: and the first 20 replicates of the ranked AUGRC rows kept for the clique stability
     assert json.loads(Grid(demo).bootstrap_json) == {"n_boot": 50, "level": 0.95, "seed": 0, "splits": ["test"],
-                                                     "metrics": ["augrc"]}  # the demo's
+                                                     "metrics": ["augrc"], "replicates": 20,
+                                                     "replicate_metrics": ["augrc"]}
     off = validate_config(edited(demo, ("evaluation",), KeyError))
     assert json.loads(Grid(off).bootstrap_json) == {"n_boot": 0}  # off by default
     on = validate_config(edited(demo, ("evaluation",), {"bootstrap": {"n_boot": 100}}))
     settings = json.loads(Grid(on).bootstrap_json)
     assert settings == {"n_boot": 100, "level": 0.95, "seed": 0, "splits": ["test"],
-                        "metrics": [m for m in DEFAULT_METRICS if m in SUPPORTED]}
+                        "metrics": [m for m in DEFAULT_METRICS if m in SUPPORTED], "replicates": 20,
+                        "replicate_metrics": [m for m in DEFAULT_METRICS if m in ("aurc", "augrc")]}
     assert Bootstrap(**settings).wanted("test") == tuple(settings["metrics"])
     chosen = validate_config(edited(demo, ("evaluation",), {"bootstrap": {"n_boot": 10, "metrics": ["augrc"]}}))
     assert json.loads(Grid(chosen).bootstrap_json)["metrics"] == ["augrc"]
+    assert json.loads(Grid(chosen).bootstrap_json)["replicates"] == 10  # at most n_boot
+    # no stability: no replicates kept, and the score jobs' settings do not mention them
+    still = validate_config(edited(demo, ("ranking", "stability"), {"n_replicates": 0}))
+    assert "replicates" not in json.loads(Grid(still).bootstrap_json)
+    unranked = validate_config(edited(demo, ("evaluation",), {"bootstrap": {"n_boot": 10, "metrics": ["auroc"]}}))
+    assert "replicates" not in json.loads(Grid(unranked).bootstrap_json)
     for bad, fragment in (("ece", "'ece'"), ("augcr", "'augcr'"), ("autc", "'autc'")):  # no replicate; typo; not a row
         with pytest.raises(ConfigError) as err:
             validate_config(edited(demo, ("evaluation",), {"bootstrap": {"n_boot": 10, "metrics": ["auroc", bad]}}))
@@ -203,6 +239,9 @@ def test_bootstrap_setting_errors_name_the_value():
         Bootstrap(n_boot=10, level=1.5)
     with pytest.raises(ValueError, match="splits"):
         Bootstrap(splits=("train",))
+    for bad in (11, -1, 2.5, True):
+        with pytest.raises(ValueError, match="replicates"):
+            Bootstrap(n_boot=10, replicates=bad)
     with pytest.raises(ValueError, match="strata"):
         intervals(["auroc"], np.arange(4.0), np.r_[0, 0, 1, 1], stratify=False, strata=np.r_[0, 1, 0, 1])
 

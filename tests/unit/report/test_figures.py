@@ -146,6 +146,27 @@ def test_top_clique_membership_and_layer_table():
     assert set(first["members"]) == {"GEN"} and (first["mean_rank"] == 1.0).all()
 
 
+def test_the_top_clique_map_reads_the_clique_stability(tmp_path):
+    from csfbench.report.figures import plot_top_clique_map
+
+    results = _ranked()
+    assert all(r["stability"]["status"] == "skipped" for r in results)  # the synthetic table keeps no replicates
+    assert top_clique_membership(results, ["s1", "s2"]).attrs["share"].isna().all().all()
+    ok = next(r for r in results if r["status"] == "ok" and r["analysis"]["source"] == "s1")
+    ok["stability"] = {"status": "ok", "top_clique_share": {"GEN": 0.75, "MSR": 0.6}}
+    membership = top_clique_membership(results, ["s1", "s2"])
+    column = f"s1→{ok['analysis']['regime']}"
+    share = membership.attrs["share"]
+    assert share.loc["GEN", column] == 0.75 and share.loc["MSR", column] == 0.6
+    assert share.drop(columns=column).isna().all().all() and np.isnan(share.loc["Energy", column])
+    figure = plot_top_clique_map(membership, "t")
+    axis = figure.axes[0]
+    assert "dot area: share of bootstrap replicates" in axis.get_title()
+    # the member GEN's dot is scaled by its share; MSR, outside the clique but in it on 60 %, gets a ring
+    sizes = [c.get_sizes().tolist() for c in axis.collections]
+    assert [0.75 * 30] in sizes and [0.6 * 30] in sizes
+
+
 def test_every_cell_regime_has_a_colour_in_the_top_clique_map():
     from csfbench.aggregate.cells import REGIMES
     from csfbench.report.figures import REGIME_COLOURS
@@ -291,13 +312,13 @@ def test_heatmap_analysis_defaults_to_the_first_column_of_the_top_clique_map():
     assert config["figures"]["heatmap"] == {"group": None, "backbone": None, "mcd": False, "source": None,
                                             "regime": "test"}
     first_backbone, first_source = next(iter(config["backbones"])), next(iter(config["sources"]))
-    assert Jobs(config).heatmap_analysis() == Analysis("rc", first_backbone, False, first_source, "test")
-    assert Jobs(config).heatmap_input() == f"results/tables/rankings/rc/{first_backbone}_det_{first_source}_test.json"
-    # the paper's Figure 2 cell: AUGRC alone
-    assert Jobs(_demo_config(group="augrc")).heatmap_analysis().name == f"augrc/{first_backbone}_det_{first_source}_test"
+    # (the demo maps the augrc group, the paper's Figure 2 cell: AUGRC alone)
+    assert Jobs(config).heatmap_analysis() == Analysis("augrc", first_backbone, False, first_source, "test")
+    assert Jobs(config).heatmap_input() == f"results/tables/rankings/augrc/{first_backbone}_det_{first_source}_test.json"
+    assert Jobs(_demo_config(group="rc")).heatmap_analysis().name == f"rc/{first_backbone}_det_{first_source}_test"
     chosen = _demo_config(group="aurc", backbone="vgg13", mcd=True, source="demo10", regime="near")
     assert Jobs(chosen).heatmap_analysis().name == "aurc/vgg13_mcd_demo10_near"
-    with pytest.raises(ConfigError, match=r"'figures/heatmap'.*found 'rc/vit_mcd_"):
+    with pytest.raises(ConfigError, match=r"'figures/heatmap'.*found 'augrc/vit_mcd_"):
         _demo_config(backbone="vit", mcd=True)  # the demo ViT has no MC-dropout models
     with pytest.raises(ConfigError, match="'figures/heatmap'.*found 'nope/"):
         _demo_config(group="nope")

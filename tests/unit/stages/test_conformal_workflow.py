@@ -116,7 +116,7 @@ def test_config_defaults_and_checks():
     with pytest.raises(ConfigError, match=r"conformal/calibration/n_cal.*\['asymptotic'\]"):
         validate_config(small)
     small["conformal"]["methods"] = ["dkwm", "simes"]
-    small["ranking"] = {"metric_groups": {"rc": ["augrc"]}}  # the demo's groups rank an mc_search metric
+    small["ranking"] = {"metric_groups": {"augrc": ["augrc"]}}  # the demo's groups rank an mc_search metric
     validate_config(small)  # finite-sample bands take any n
     with pytest.raises(ConfigError, match="conformal/methods"):
         validate_config({**demo_config(None), "conformal": {"methods": ["bonferroni"]}})
@@ -154,7 +154,7 @@ def test_rankings_run_on_a_conformal_metric_group():
                                  "blocks": ["dataset", "paradigm", "metric"],
                                  "metric_groups": {"conformal_auroc": ["auroc@dkwm@0.05"]},
                                  "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf",
-                                             "adversarial": "misclf"}})
+                                             "adversarial": "misclf"}, "stability": {"n_replicates": 0}})
     (result,) = rank_results(table, [Analysis("conformal_auroc", "vgg13", False, "s", "near")], settings)
     assert result["status"] == "ok" and result["scheme"] == "conformal"
     ranks = result["mean_ranks"]
@@ -165,7 +165,8 @@ def test_a_conformal_group_ranks_the_conformal_rows_and_a_classical_group_its_sc
     table = _table(np.random.default_rng(3))
     base = {"alpha": 0.05, "p_adjust": "none", "omnibus_gate": False, "incomplete": "drop_csfs",
             "blocks": ["dataset", "paradigm", "metric"],
-            "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf", "adversarial": "misclf"}}
+            "schemes": {"id": "misclf", "semantic": "correct_vs_ood", "covariate": "misclf", "adversarial": "misclf"},
+            "stability": {"n_replicates": 0}}
     settings = ranking_settings({**base, "metric_groups": {"c": ["auroc@dkwm@0.05"], "a": ["auroc"]}})
     rows = selected_ranked_rows(table, settings)
     assert set(rows.loc[rows["metric"] == "auroc@dkwm@0.05", "scheme"]) == {"conformal"}
@@ -239,7 +240,7 @@ def test_band_widths_read_the_given_bands_and_shrink_with_n():
 def test_ranking_groups_may_name_the_configured_conformal_metrics():
     config = demo_config(None)
     config["conformal"] = {"enabled": True, "methods": ["dkwm"], "delta": [0.05]}
-    config["ranking"] = {"metric_groups": {"rc": ["augrc"], "conformal_auroc": ["auroc@dkwm@0.05"]}}
+    config["ranking"] = {"metric_groups": {"augrc": ["augrc"], "conformal_auroc": ["auroc@dkwm@0.05"]}}
     validate_config(config)
     config["ranking"]["metric_groups"]["conformal_auroc"] = ["auroc@simes@0.05"]  # a band the config lacks
     with pytest.raises(ConfigError, match="ranking/metric_groups/conformal_auroc.*did you mean 'auroc@dkwm@0.05'"):

@@ -39,7 +39,7 @@ def test_every_optional_stage_has_the_same_switch():
     with pytest.raises(ConfigError, match="projnorm/iterations"):
         grid(projnorm={"enabled": False, "iterations": 0})
     # conformal and analyses: absent = off; written = on
-    absent = grid(conformal=None, analyses=None, ranking={"metric_groups": {"rc": ["augrc"]}})
+    absent = grid(conformal=None, analyses=None, ranking={"metric_groups": {"augrc": ["augrc"]}})
     assert absent.conformal_outputs() == absent.conformal_metric_files() == absent.analysis_outputs() == []
     assert grid(conformal={"methods": ["dkwm", "mc_gamma0", "mc_search"]}).enabled("conformal")
 
