@@ -44,6 +44,7 @@ include: "rules/analyses.smk"
 include: "rules/aggregate.smk"
 include: "rules/ranking.smk"
 include: "rules/audit.smk"
+include: "rules/reproduction.smk"
 include: "rules/figures.smk"
 
 

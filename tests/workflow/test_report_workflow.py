@@ -66,6 +66,16 @@ def test_cells_of_a_metric_with_replicates_record_their_clique_stability(run):
             assert result["stability"]["status"] == "skipped" and "['aurc']" in result["stability"]["reason"]
 
 
+def test_the_run_writes_its_reproduction_certificate(run):
+    # the micro run has none of the paper's data: its data-free targets are reproduced, the others not run
+    certificate = pd.read_csv(run / "tables/reproduction.csv")
+    free = certificate[certificate["needs"].str.startswith("nothing")]
+    assert len(free) >= 14 and (free["verdict"] == "reproduced").all()
+    rest = certificate.drop(free.index)
+    assert len(rest) and rest["verdict"].str.startswith("not run: needs source 'cifar10'").any()
+    assert (run / "tables/reproduction.html").stat().st_size > 1000
+
+
 def test_figures_and_tables_are_written(run):
     config = load_config(MICRO)
     for backbone in config["backbones"]:

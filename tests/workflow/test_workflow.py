@@ -277,8 +277,8 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
         # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
         "rank_csfs": 1, "conover_heatmap": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,
         "selected_configuration_tables": 1, "rc_curves": 1,
-        # the self-audit reads the results table and the new set's feature files
-        "audit": 1}
+        # the self-audit reads the results table and the new set's feature files; the certificate the table
+        "audit": 1, "reproduction_certificate": 1}
 
 
 def test_summary_lists_models_and_files(micro_run):
@@ -334,8 +334,8 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     total -= 5 + len(config["backbones"]) + len(config["sources"])
     # the record of the pretrained weights files the models load (weights_provenance: the ViT's), once
     total -= 1 if weights_files(config) else 0
-    # the self-audit, once
-    total -= 1
+    # the self-audit and the reproduction certificate, once each
+    total -= 2
     # all + index + train + extract + fit + score + aggregate
     assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")

@@ -1,4 +1,5 @@
-"""The ``csfbench`` command line: ``init``, ``formats``, ``validate``, ``inspect``, ``summary``, ``rank``, ``manifest``."""
+"""The ``csfbench`` command line: ``init``, ``formats``, ``validate``, ``inspect``, ``summary``, ``rank``, ``manifest``,
+``reproduce``."""
 from __future__ import annotations
 
 import argparse
@@ -132,6 +133,33 @@ def _manifest(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _reproduce(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from csfbench.reproduction import RunResults, certify, deviations
+    from csfbench.workflow.settings import load_config, schema_default
+
+    results = None
+    if args.results:
+        table = Path(args.results) / "results.parquet"
+        if not table.is_file():
+            raise CsfbenchError(f"{args.results}: no results.parquet there (pass the results folder a finished run "
+                                "wrote, e.g. --results results)")
+        ranking = load_config(args.config)["ranking"] if args.config else schema_default("ranking", complete=True)
+        results = RunResults(pd.read_parquet(table), ranking)
+    certificate = certify(results)
+    columns = ["target", "published", "obtained", "difference", "tolerance", "verdict"]
+    with pd.option_context("display.width", 200, "display.max_colwidth", 90, "display.max_rows", None):
+        print(certificate[columns].to_string(index=False, float_format=lambda x: f"{x:.6g}"))
+    if args.output:
+        certificate.to_csv(args.output, index=False)
+        print(f"wrote {args.output}")
+    bad = deviations(certificate)
+    counts = certificate["verdict"].str.split(":").str[0].value_counts()
+    print(", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
+    return 1 if len(bad) else 0
+
+
 # The exit status when stdout's reader has gone (`csfbench inspect FILE | head -1`): 128 + SIGPIPE (13), the
 # status a shell shows for a program a closed pipe ends.  Not the 1 of the recipe in the Python docs ("Note on
 # SIGPIPE", signal module): here 1 means unreadable files (summary) or a changed result (manifest verify).
@@ -199,6 +227,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="the run's config file (required by write; verify reports provenance changes)")
     p.add_argument("--output", help="manifest to write (default: RESULTS/manifest.json)")
     p.add_argument("--manifest", help="manifest to verify against (default: RESULTS/manifest.json)")
+    p = _command(sub, "reproduce", _reproduce,
+                 "recompute the published values csfbench can check (docs/reproducibility.md); exit 1 if one deviates")
+    p.add_argument("--results", metavar="DIR", help="a finished run's results folder: also check the targets that "
+                   "need data (default: only the data-free targets, from the papers' published inputs)")
+    p.add_argument("--config", help="the run's config file, whose ranking settings chose the ranked rows (default: "
+                   "the schema's)")
+    p.add_argument("--output", help="also write the certificate as CSV")
     return parser
 
 

@@ -505,7 +505,7 @@ class Jobs(Grid):
                 "nc_tables": self.nc_tables(), "proximity_tables": self.proximity_outputs(),
                 "conformal": self.conformal_outputs(), "analyses": self.analysis_outputs(),
                 "weights": [paths.weights_record()] if self.weights_loaders() else [],
-                "audit": [paths.audit_table()]}
+                "audit": [paths.audit_table()], "reproduction": [paths.reproduction_table()]}
 
     # -----------------------------------------------------------------------------------------
     # resources

@@ -190,6 +190,11 @@ def ranked_sets() -> str:
     return f"{rankings_dir()}/ranked_sets.csv"
 
 
+def reproduction_table() -> str:
+    """The reproduction certificate (csfbench.reproduction): every published target, obtained value and verdict."""
+    return f"{RESULTS}/tables/reproduction.csv"
+
+
 def audit_table() -> str:
     """The self-audit of the run (csfbench.audit): one row per finding with its cause and remedy (CSV)."""
     return f"{RESULTS}/tables/audit.csv"

@@ -99,13 +99,18 @@ def schema() -> dict:
     return json.loads(_cached_schema())
 
 
-def schema_default(key_path: str) -> Any:
+def schema_default(key_path: str, complete: bool = False) -> Any:
     """The schema's ``default:`` of a key, e.g. ``"csf/tuning/budgets"`` (for tools and benchmarks that
-    build settings without a config file)."""
-    node = schema()
+    build settings without a config file); with ``complete``, the nested defaults filled in too (the section
+    as :func:`validate_config` completes it when a config leaves it out)."""
+    root = schema()
+    node = root
     for key in key_path.split("/"):
         node = node["properties"][key]
-    return json.loads(json.dumps(node["default"]))
+    value = json.loads(json.dumps(node["default"]))
+    if complete:
+        _Validator({**node, "definitions": root.get("definitions", {})}).validate(value)
+    return value
 
 
 

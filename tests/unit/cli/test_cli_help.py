@@ -41,7 +41,8 @@ def _actions():
 def test_the_walk_reaches_every_subcommand():
     names = {name for name, _ in _parsers(build_parser())}
     assert names == {"csfbench"} | {f"csfbench {command}" for command in
-                                    ("init", "formats", "validate", "inspect", "summary", "rank", "manifest")}
+                                    ("init", "formats", "validate", "inspect", "summary", "rank", "manifest",
+                                     "reproduce")}
 
 
 def test_every_subcommand_and_argument_has_help():

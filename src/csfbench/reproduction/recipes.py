@@ -1,0 +1,126 @@
+"""How each reproduction target's value is recomputed (:data:`RECIPES`; the ``recipe`` of a target in
+``targets.yaml``).
+
+A recipe takes the target's ``inputs`` and the run's results (:class:`RunResults`, or None for a data-free
+check) and returns an :class:`Obtained`: the value (a number, or a sorted list of names for a set) and, where
+the run's rows carry one, its bootstrap interval.  Data-free recipes (``worked_example``, ``decomposition``)
+recompute a published number from the paper's own published inputs, through the same functions the workflow
+uses; a data recipe (``best_metric``) reads the run's results table and raises :class:`NotRun` naming what the
+run lacks.  Orientation and units are the published ones (the target's ``quantity`` states them).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pandas as pd
+
+
+class NotRun(Exception):
+    """The run lacks what a target needs; the message names it."""
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """A finished run's results table and the ``ranking`` section its ranked rows were chosen with
+    (complete, as :func:`csfbench.workflow.settings.validate_config` fills it)."""
+
+    table: pd.DataFrame
+    ranking: dict
+
+
+@dataclass(frozen=True)
+class Obtained:
+    """A recomputed value (a float, or a sorted list of names) and its bootstrap interval (None without one)."""
+
+    value: float | list[str]
+    interval: tuple[float, float] | None = None
+
+
+def _worked_example(inputs: dict, results: RunResults | None) -> Obtained:
+    """Claros-Olivares & Brockmeier, App. C.1: the ranking statistics of the worked example's rank matrix
+    (``inputs['ranks']``, blocks × ``inputs['csfs']``, lower = better) with :func:`csfbench.stats.rank_table`.
+    ``output``: ``friedman_q``, ``friedman_p``, ``mean_normalised_rank`` (of ``csf``, rank / k averaged over the
+    blocks), ``layer_members`` or ``layer_mean_rank`` (of greedy layer ``layer``, 1 = best, with ``p_adjust``).
+    The matrix is checked against the published rank sums (``rank_sums``) first."""
+    from csfbench.stats import rank_table
+
+    csfs, ranks = list(inputs["csfs"]), inputs["ranks"]
+    sums = {csf: sum(row[j] for row in ranks) for j, csf in enumerate(csfs)}
+    if sums != dict(inputs["rank_sums"]):
+        raise ValueError(f"worked example: the rank matrix's rank sums {sums} are not the published {inputs['rank_sums']}")
+    table = pd.DataFrame([{"block": b, "csf": csf, "rank": row[j]} for b, row in enumerate(ranks)
+                          for j, csf in enumerate(csfs)])
+    output = inputs["output"]
+    if output == "mean_normalised_rank":
+        return Obtained(float(table.loc[table["csf"] == inputs["csf"], "rank"].mean() / len(csfs)))
+    result = rank_table(table, ["block"], "csf", "rank", p_adjust=inputs.get("p_adjust", "none"))
+    if output == "friedman_q":
+        return Obtained(result["friedman"]["statistic"])
+    if output == "friedman_p":
+        return Obtained(result["friedman"]["pvalue"])
+    layer = result["layers"][inputs["layer"] - 1]
+    if output == "layer_members":
+        return Obtained(sorted(layer["members"]))
+    if output == "layer_mean_rank":
+        return Obtained(layer["mean_rank"])
+    raise ValueError(f"worked example: unknown output {output!r}")
+
+
+def _decomposition(inputs: dict, results: RunResults | None) -> Obtained:
+    """Yang, Zhang & Russakovsky, §4 and App. E: the new-class (``output: newclass``, from ``a_co``, ``a_io``)
+    or weighted failure (``failure``, from ``a_co``, ``a_ci``) AUROC of the conditional AUROCs and the ID
+    ``accuracy`` (:mod:`csfbench.analysis.decomposition`); AUROCs in %, accuracy a fraction."""
+    from csfbench.analysis import decomposition as dec
+
+    a = inputs["accuracy"]
+    if inputs["output"] == "newclass":
+        return Obtained(100 * dec.newclass_from_parts(inputs["a_co"] / 100, inputs["a_io"] / 100, a))
+    if inputs["output"] == "failure":
+        return Obtained(100 * dec.failure_weighted_from_parts(inputs["a_co"] / 100, inputs["a_ci"] / 100, a))
+    raise ValueError(f"decomposition: unknown output {inputs['output']!r}")
+
+
+def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
+    """Claros-Olivares & Brockmeier, Table 2: the best run-mean ``metric`` of one (``source``, ``dataset``,
+    ``backbone``) over paradigms and CSF variants of the validation-selected configurations, non-MCD or MCD
+    (``mcd``), in the table's display units (×1000 for AURC/AUGRC; :func:`csfbench.report.tables.best_metric_table`),
+    with the bootstrap interval where that table gives one (a single run)."""
+    from csfbench.report.tables import best_metric_table
+
+    if results is None:
+        raise NotRun("needs a run's results table")  # certify() says which run before calling
+    table = results.table
+    for column, wanted in (("source", inputs["source"]), ("backbone", inputs["backbone"])):
+        if not (table[column] == wanted).any():
+            raise NotRun(f"needs {column} {wanted!r}, which the run did not evaluate")
+    rows = table[(table["source"] == inputs["source"]) & (table["backbone"] == inputs["backbone"])]
+    if not (rows["dataset"] == inputs["dataset"]).any():
+        raise NotRun(f"needs evaluation set {inputs['dataset']!r} of source {inputs['source']!r}")
+    if inputs["mcd"] and not rows["mcd"].astype(bool).any():
+        raise NotRun(f"needs MC-dropout rows of backbone {inputs['backbone']!r} on {inputs['source']!r}")
+    best = best_metric_table(rows, inputs["metric"], results.ranking)
+    best = best[(best["dataset"] == inputs["dataset"]) & (best["backbone"] == inputs["backbone"])]
+    if best.empty:
+        raise NotRun(f"needs selected test rows of {inputs['metric']} on {inputs['source']}/{inputs['dataset']}")
+    row = best.iloc[0]
+    suffix = "_mcd" if inputs["mcd"] else ""
+    value = float(row[f"best{suffix}"])
+    if math.isnan(value):
+        raise NotRun(f"the run has no {'MCD' if inputs['mcd'] else 'non-MCD'} value for this cell")
+    low, high = float(row[f"ci_low{suffix}"]), float(row[f"ci_high{suffix}"])
+    return Obtained(value, None if math.isnan(low) or math.isnan(high) else (low, high))
+
+
+#: recipe name → function(inputs, results or None) → :class:`Obtained`
+RECIPES: dict[str, Callable[[dict, RunResults | None], Obtained]] = {
+    "worked_example": _worked_example,
+    "decomposition": _decomposition,
+    "best_metric": _best_metric,
+}
+
+
+def obtain(recipe: str, inputs: dict[str, Any], results: RunResults | None) -> Obtained:
+    """The value of a target's ``recipe`` on its ``inputs`` and the run's ``results`` (None: data-free)."""
+    return RECIPES[recipe](inputs, results)

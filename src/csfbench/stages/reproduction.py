@@ -1,0 +1,23 @@
+"""Job of ``rules/reproduction.smk``: the run's reproduction certificate (:func:`csfbench.reproduction.certify`)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from csfbench.reproduction import RunResults, certify
+from csfbench.stages.report_tables import write_report_table
+
+log = logging.getLogger(__name__)
+
+
+def write_certificate(results_table: str | Path, ranking: dict, out_csv: str | Path) -> pd.DataFrame:
+    """Recompute every target on the run's results table (with its ``ranking`` section) and write the certificate
+    and its report view; log the count of each verdict."""
+    certificate = certify(RunResults(pd.read_parquet(results_table), ranking))
+    write_report_table(certificate, out_csv, "Reproduction certificate: every published value csfbench recomputes, "
+                       "from the paper's published inputs or from this run, with its tolerance and verdict")
+    for verdict, count in certificate["verdict"].str.split(":").str[0].value_counts().items():
+        log.info("%d target(s) %s", count, verdict)
+    return certificate
