@@ -3,7 +3,8 @@
 
 A recipe takes the target's ``inputs`` and the run's results (:class:`RunResults`, or None for a data-free
 check) and returns an :class:`Obtained`: the value (a number, or a sorted list of names for a set) and, where
-the run's rows carry one, its bootstrap interval.  Data-free recipes (``worked_example``, ``decomposition``)
+the run's rows carry one, its bootstrap interval.  Data-free recipes (``worked_example``, ``decomposition``,
+``regimes_from_distances``)
 recompute a published number from the paper's own published inputs, through the same functions the workflow
 uses; a data recipe (``best_metric``) reads the run's results table and raises :class:`NotRun` naming what the
 run lacks.  Orientation and units are the published ones (the target's ``quantity`` states them).
@@ -82,6 +83,18 @@ def _decomposition(inputs: dict, results: RunResults | None) -> Obtained:
     raise ValueError(f"decomposition: unknown output {inputs['output']!r}")
 
 
+def _regimes_from_distances(inputs: dict, results: RunResults | None) -> Obtained:
+    """Claros-Olivares & Brockmeier, §3.3 and App. B: the OOD sets of one source in regime ``regime`` when its
+    distance table (``distances``: {set: [kernel MMD, Fréchet distance, label-text alignment, image-centroid
+    distance]}, Table 4) is clustered by :func:`csfbench.proximity.regimes.assign_regimes`."""
+    from csfbench.proximity.distances import DISTANCE_COLUMNS
+    from csfbench.proximity.regimes import assign_regimes
+
+    table = pd.DataFrame.from_dict(inputs["distances"], orient="index", columns=list(DISTANCE_COLUMNS))
+    regimes = assign_regimes(table)
+    return Obtained(sorted(regimes.index[regimes == inputs["regime"]]))
+
+
 def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
     """Claros-Olivares & Brockmeier, Table 2: the best run-mean ``metric`` of one (``source``, ``dataset``,
     ``backbone``) over paradigms and CSF variants of the validation-selected configurations, non-MCD or MCD
@@ -117,6 +130,7 @@ def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
 RECIPES: dict[str, Callable[[dict, RunResults | None], Obtained]] = {
     "worked_example": _worked_example,
     "decomposition": _decomposition,
+    "regimes_from_distances": _regimes_from_distances,
     "best_metric": _best_metric,
 }
 

@@ -13,6 +13,7 @@ from csfbench.proximity.distances import (
     frechet_distance, kid_mmd2, nearest_centroid_distances, ood_distances, text_alignment_distance,
     unbiased_mmd2,
 )
+from csfbench.reproduction import load_targets
 from csfbench.proximity.regimes import (
     assign_regimes, rank_by_fd, stratify, stratify_sources, zscore,
 )
@@ -21,38 +22,9 @@ from csfbench.proximity.regimes import (
 # Oracle: Claros-Olivares & Brockmeier, App. B Table 4 (4 d.p., ID "Test" row excluded) and §3.3 Table 1.
 # Columns in the paper's order: Kernel MMD | FD | Label-Text Alignment | Image Centroid Distance.
 # ---------------------------------------------------------------------------------------------------
-TABLE4 = {
-    "cifar10": {
-        "cifar100": (0.0002, 0.1592, 0.7885, 0.8085),
-        "tinyimagenet": (0.0009, 0.3233, 0.8060, 0.9256),
-        "isun": (0.0015, 0.4890, 0.7943, 0.8393),
-        "lsun-resize": (0.0016, 0.5248, 0.8045, 0.8634),
-        "lsun-crop": (0.0015, 0.5129, 0.7797, 0.8168),
-        "svhn": (0.0020, 0.7009, 0.7744, 0.8607),
-        "places365": (0.0021, 0.6379, 0.8337, 1.1471),
-        "textures": (0.0020, 0.6698, 0.8231, 1.0647),
-    },
-    "supercifar100": {
-        "cifar10": (0.0002, 0.1705, 0.7701, 0.7511),
-        "tinyimagenet": (0.0008, 0.2307, 0.7840, 0.8738),
-        "isun": (0.0012, 0.3856, 0.7607, 0.7425),
-        "lsun-resize": (0.0013, 0.4244, 0.7625, 0.7720),
-        "lsun-crop": (0.0011, 0.3999, 0.7695, 0.7351),
-        "svhn": (0.0017, 0.6208, 0.7566, 0.8012),
-        "places365": (0.0020, 0.5562, 0.7939, 1.0964),
-        "textures": (0.0016, 0.5246, 0.7980, 1.0003),
-    },
-    "cifar100": {
-        "cifar10": (0.0002, 0.1590, 0.7494, 0.7268),
-        "tinyimagenet": (0.0008, 0.2235, 0.7512, 0.8436),
-        "isun": (0.0012, 0.3829, 0.7484, 0.7128),
-        "lsun-resize": (0.0013, 0.4204, 0.7562, 0.7388),
-        "lsun-crop": (0.0011, 0.3999, 0.7364, 0.7120),
-        "svhn": (0.0017, 0.6222, 0.7511, 0.7789),
-        "places365": (0.0019, 0.5456, 0.7752, 1.0568),
-        "textures": (0.0016, 0.5232, 0.7613, 0.9780),
-    },
-}
+TABLE4 = {source: {name: tuple(row) for name, row in rows.items()} for source, rows in (
+    (key.removeprefix("distances_"), value) for key, value in load_targets()["published_inputs"].items()
+    if key.startswith("distances_"))}  # the reproduction targets' published inputs: one copy, shipped with csfbench
 TABLE1 = {  # Claros-Olivares & Brockmeier, Table 1
     "cifar10": {"near": {"cifar100", "tinyimagenet"}, "mid": {"isun", "lsun-resize", "lsun-crop", "svhn"},
                 "far": {"places365", "textures"}},

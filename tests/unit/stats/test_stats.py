@@ -28,17 +28,19 @@ from csfbench.stats import (
     rank_table,
 )
 
+from csfbench.reproduction import load_targets
 from tests.helpers.repo import venv_bin
 
 BLOCKS = ["dataset", "paradigm", "metric", "run"]
 CSFS = ["Confidence", "GEN", "MSR", "CTM", "fDBD", "Energy"]
 # Table 5(a): the (test, confidnet, AUGRC, run 1) block, exact scores (AUGRC x 1000).
 TABLE_5A = [4.453, 4.619, 4.737, 5.479, 5.677, 5.811]
-# Ranks (columns = CSFS) of 15 blocks = 3 paradigms x 5 runs; block 0 is Table 5(a). No ties; rank sums
-# 33, 25, 46, 59, 69, 83 as in Table 5(b). Conover and Friedman depend on the ranks only (no ties: A1 = 1365).
-RANKS = [[1, 2, 3, 4, 5, 6], [3, 1, 2, 4, 5, 6], [1, 2, 3, 5, 4, 6], [1, 3, 5, 6, 2, 4], [1, 2, 3, 6, 5, 4],
-         [5, 1, 2, 3, 6, 4], [2, 1, 4, 5, 3, 6], [2, 1, 3, 4, 6, 5], [2, 1, 3, 4, 5, 6], [2, 1, 5, 3, 4, 6],
-         [1, 4, 2, 3, 5, 6], [3, 2, 4, 1, 5, 6], [3, 2, 1, 5, 4, 6], [4, 1, 3, 2, 5, 6], [2, 1, 3, 4, 5, 6]]
+# Ranks (columns = CSFS) of 15 blocks = 3 paradigms x 5 runs, from the reproduction targets' published inputs (one copy,
+# shipped with csfbench); block 0 is Table 5(a). No ties; rank sums 33, 25, 46, 59, 69, 83 as in Table 5(b).
+# Conover and Friedman depend on the ranks only (no ties: A1 = 1365).
+_EXAMPLE = load_targets()["published_inputs"]["worked_example"]
+assert _EXAMPLE["csfs"] == CSFS
+RANKS = _EXAMPLE["ranks"]
 
 
 def worked_example_table() -> pd.DataFrame:
