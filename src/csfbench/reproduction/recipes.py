@@ -4,7 +4,7 @@
 A recipe takes the target's ``inputs`` and the run's results (:class:`RunResults`, or None for a data-free
 check) and returns an :class:`Obtained`: the value (a number, or a sorted list of names for a set) and, where
 the run's rows carry one, its bootstrap interval.  Data-free recipes (``worked_example``, ``decomposition``,
-``regimes_from_distances``)
+``regimes_from_distances``, ``conformal_correction``)
 recompute a published number from the paper's own published inputs, through the same functions the workflow
 uses; a data recipe (``best_metric``) reads the run's results table and raises :class:`NotRun` naming what the
 run lacks.  Orientation and units are the published ones (the target's ``quantity`` states them).
@@ -83,6 +83,16 @@ def _decomposition(inputs: dict, results: RunResults | None) -> Obtained:
     raise ValueError(f"decomposition: unknown output {inputs['output']!r}")
 
 
+def _conformal_correction(inputs: dict, results: RunResults | None) -> Obtained:
+    """Novello, Dalmau & Andéol, §4 and Tables 4–5: the calibration-conditional correction of a printed classical
+    FPR (``classical``, in %) measured on ``n_cal`` calibration points at level ``delta`` with band ``method``
+    (:func:`csfbench.metrics.conformal.correct_fpr`), in %."""
+    from csfbench.metrics.conformal import correct_fpr
+
+    return Obtained(100 * float(correct_fpr(inputs["classical"] / 100, inputs["n_cal"], inputs["delta"],
+                                            inputs["method"])))
+
+
 def _regimes_from_distances(inputs: dict, results: RunResults | None) -> Obtained:
     """Claros-Olivares & Brockmeier, §3.3 and App. B: the OOD sets of one source in regime ``regime`` when its
     distance table (``distances``: {set: [kernel MMD, Fréchet distance, label-text alignment, image-centroid
@@ -131,6 +141,7 @@ RECIPES: dict[str, Callable[[dict, RunResults | None], Obtained]] = {
     "worked_example": _worked_example,
     "decomposition": _decomposition,
     "regimes_from_distances": _regimes_from_distances,
+    "conformal_correction": _conformal_correction,
     "best_metric": _best_metric,
 }
 
