@@ -13,7 +13,7 @@ import yaml
 from csfbench.workflow import paths
 from csfbench.csf.registry import variants_for
 from csfbench.csf.store import read_scores
-from csfbench.evaluation import BOOTSTRAP_COLUMNS, COLUMNS, CONFORMAL_COLUMNS
+from csfbench.evaluation import BOOTSTRAP_COLUMNS, COLUMNS, CONFORMAL_COLUMNS, REPLICATE_COLUMN
 from csfbench.features.store import validate_feature_file
 from csfbench.metrics import metric_names, metric_spec
 from csfbench.provenance import weights_files
@@ -66,7 +66,11 @@ def test_every_model_group_and_set_has_fit_scores_and_metric_rows(micro_run):
         for group in config["csf"]["groups"]:
             # one metrics file and one scores file per (model, fit group), covering every scored set
             table = pd.read_parquet(workdir / paths.metrics(source, str(model), group))
-            assert list(table.columns) == COLUMNS + BOOTSTRAP_COLUMNS
+            # the micro config keeps 20 replicates of its ranked AUGRC rows for the clique stability, in no other row
+            assert list(table.columns) == COLUMNS + BOOTSTRAP_COLUMNS + [REPLICATE_COLUMN]
+            kept = table[table[REPLICATE_COLUMN].notna()]
+            assert len(kept) and set(kept["metric"]) == {"augrc"} and (kept[REPLICATE_COLUMN].map(len) == 20).all()
+            assert len(kept) == ((table["metric"] == "augrc") & (table["n_boot"] > 0)).sum()
             assert set(table["dataset"]) == set(Grid(config).scored_datasets(source, model))
             for dataset in ("val", "test", "near", "noise"):
                 rows = table[table["dataset"] == dataset]
@@ -116,7 +120,7 @@ def test_network_pass_csfs_join_the_scores_metrics_and_results(micro_run):
     for source, model in Grid(config).iter_models():
         assert (workdir / paths.network_fit(source, str(model))).is_file()
         table = pd.read_parquet(workdir / paths.metrics(source, str(model), NETWORK_SCORER))
-        assert list(table.columns) == COLUMNS + BOOTSTRAP_COLUMNS and set(table["csf"]) == names
+        assert list(table.columns) == COLUMNS + BOOTSTRAP_COLUMNS + [REPLICATE_COLUMN] and set(table["csf"]) == names
         assert set(table["dataset"]) == set(Grid(config).scored_datasets(source, model))
         assert set(table["variant"]) == {"none"} and not table["mcd"].any()
         assert dict(zip(table["csf"], table["tuning_protocol"])) == {"ODIN-IP": "id_grid", "GRAM": "none",
