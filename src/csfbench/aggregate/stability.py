@@ -113,9 +113,10 @@ def read_replicates(paths: Sequence[str | Path]) -> pd.DataFrame:
     none)."""
     frames = []
     for path in paths:
-        if REPLICATE_COLUMN not in pq.read_schema(path).names:
+        file = pq.ParquetFile(path)  # one open: the footer's schema, then only the needed columns
+        if REPLICATE_COLUMN not in file.schema_arrow.names:
             continue
-        part = pq.read_table(path, columns=JOIN_KEYS + [REPLICATE_COLUMN])
+        part = file.read(columns=JOIN_KEYS + [REPLICATE_COLUMN])
         part = part.filter(pc.is_valid(part.column(REPLICATE_COLUMN)))
         if part.num_rows:
             frames.append(part.to_pandas())

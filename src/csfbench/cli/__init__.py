@@ -136,7 +136,7 @@ def _manifest(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from csfbench.reproduction import RunResults, certify, deviations
+    from csfbench.reproduction import RunResults, certify, deviations, verdict_counts
     from csfbench.workflow.settings import load_config, schema_default
 
     results = None
@@ -154,10 +154,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.output:
         certificate.to_csv(args.output, index=False)
         print(f"wrote {args.output}")
-    bad = deviations(certificate)
-    counts = certificate["verdict"].str.split(":").str[0].value_counts()
-    print(", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
-    return 1 if len(bad) else 0
+    print(", ".join(f"{n} {verdict}" for verdict, n in verdict_counts(certificate).items()))
+    return 1 if len(deviations(certificate)) else 0
 
 
 # The exit status when stdout's reader has gone (`csfbench inspect FILE | head -1`): 128 + SIGPIPE (13), the

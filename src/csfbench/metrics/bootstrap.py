@@ -416,11 +416,16 @@ def replicate_values(metrics, confidence, labels, *, n_boot: int = 1000, seed: i
     return values
 
 
+def _check_level(level: float) -> None:
+    """ValueError unless the interval's confidence ``level`` lies in (0, 1) (checked before any draw)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+
+
 def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float]:
     """The percentile interval of replicate ``values``: their (1 − level)/2 and (1 + level)/2 quantiles (numpy's
     linear interpolation; Efron & Tibshirani 1993, ch. 13)."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+    _check_level(level)
     low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     return float(low), float(high)
 
@@ -443,8 +448,7 @@ def intervals(metrics, confidence, labels, *, n_boot: int = 1000, level: float =
     replicate (AUTC on a replicate of one confidence) is left out of the result with a logged warning; data with
     a single label class raises :class:`UndefinedMetricError`.
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+    _check_level(level)
     values = replicate_values(metrics, confidence, labels, n_boot=n_boot, seed=seed, stratify=stratify,
                               strata=strata, weight=weight)
     return {name: percentile_interval(v, level) for name, v in values.items()}
@@ -455,8 +459,7 @@ def interval(metric: str, confidence, labels, *, n_boot: int = 1000, level: floa
     """The bootstrap percentile interval ``(low, high)`` of one metric: :func:`intervals` of ``(metric,)`` with the
     same arguments (the same draws for the same seed), raising :class:`UndefinedMetricError` where the metric is
     undefined on a replicate."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+    _check_level(level)
     values, undefined = _values((metric,), confidence, labels, n_boot, seed, stratify, strata, weight)
     if metric in undefined:
         raise undefined[metric]

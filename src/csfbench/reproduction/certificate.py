@@ -114,6 +114,11 @@ def certify(results: RunResults | None = None, targets: dict[str, Any] | None = 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def verdict_counts(certificate: pd.DataFrame) -> pd.Series:
+    """The number of targets per verdict kind (``reproduced``, ``deviates``, ``not run``)."""
+    return certificate["verdict"].str.split(":").str[0].value_counts()
+
+
 def deviations(certificate: pd.DataFrame) -> pd.DataFrame:
     """The rows of a certificate that deviate."""
     return certificate[certificate["verdict"] == DEVIATES]

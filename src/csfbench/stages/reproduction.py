@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from csfbench.reproduction import RunResults, certify
+from csfbench.reproduction import RunResults, certify, verdict_counts
 from csfbench.stages.report_tables import write_report_table
 
 log = logging.getLogger(__name__)
@@ -18,6 +18,6 @@ def write_certificate(results_table: str | Path, ranking: dict, out_csv: str | P
     certificate = certify(RunResults(pd.read_parquet(results_table), ranking))
     write_report_table(certificate, out_csv, "Reproduction certificate: every published value csfbench recomputes, "
                        "from the paper's published inputs or from this run, with its tolerance and verdict")
-    for verdict, count in certificate["verdict"].str.split(":").str[0].value_counts().items():
+    for verdict, count in verdict_counts(certificate).items():
         log.info("%d target(s) %s", count, verdict)
     return certificate
