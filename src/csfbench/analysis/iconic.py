@@ -1,5 +1,5 @@
-"""ICONIC-444's result tables (Krumpl, Avenhaus & Possegger, "ICONIC-444: Image Classification and OOD
-Detection with Numerous Intricate Complexities", arXiv 2601.10802, 2026, Tables 4 and 10).
+"""ICONIC-444's result tables (Krumpl, Avenhaus & Possegger, "ICONIC-444: A 3.1-Million-Image Dataset for OOD
+Detection Research", arXiv 2601.10802, 2026, Tables 4 and 10).
 
 Per OOD category (near, far, extreme, synthetic) and method: the mean ± standard deviation of a
 metric over every run (seeds × architectures × tasks: 3 × 2 × 4 = 24 in the paper), and an

@@ -51,7 +51,15 @@ def correlations(per_set: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["source", "model", "predictor", "n_sets", "r2", "spearman"])
 
 
+def prediction_mse(predicted, true) -> float:
+    """The mean squared error of predicted test-error fractions against the true ones (each set weighted
+    equally; Yu et al., App. E, Table 9); NaN for no set."""
+    predicted, true = np.asarray(predicted, float), np.asarray(true, float)
+    return float(np.mean((predicted - true) ** 2)) if len(true) else float("nan")
+
+
 def stress_table(per_set: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+
     """(predicted-vs-true rows per model/attack/ε, MSE rows per model/predictor) of the stress test.
 
     MSE rows (``source, model, predictor, mse, mse_eps_positive``) exist for models with at least one
@@ -77,11 +85,11 @@ def stress_table(per_set: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             targets[predictor] = fit.intercept + fit.slope * targets[predictor]
             predicted.append(predictor)
             if (targets["attack"] != "clean").any():
-                squared = ((targets[predictor] - targets["test_error"]) ** 2).to_numpy(float)
-                positive = squared[targets["eps"].to_numpy(float) > 0]
+                positive = targets["eps"].to_numpy(float) > 0
                 mse_rows.append({"source": source, "model": model, "predictor": predictor,
-                                 "mse": float(np.mean(squared)),
-                                 "mse_eps_positive": float(np.mean(positive)) if len(positive) else float("nan")})
+                                 "mse": prediction_mse(targets[predictor], targets["test_error"]),
+                                 "mse_eps_positive": prediction_mse(targets[predictor][positive],
+                                                                    targets["test_error"][positive])})
         keep = ["source", "model", "attack", "eps", "dataset", "test_error", *predicted]
         rows.append(targets[keep])
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()

@@ -4,7 +4,8 @@
 A recipe takes the target's ``inputs`` and the run's results (:class:`RunResults`, or None for a data-free
 check) and returns an :class:`Obtained`: the value (a number, or a sorted list of names for a set) and, where
 the run's rows carry one, its bootstrap interval.  Data-free recipes (``worked_example``, ``decomposition``,
-``regimes_from_distances``, ``conformal_correction``)
+``regimes_from_distances``, ``conformal_correction``, ``category_average``, ``stress_mse``)
+
 recompute a published number from the paper's own published inputs, through the same functions the workflow
 uses; a data recipe (``best_metric``) reads the run's results table and raises :class:`NotRun` naming what the
 run lacks.  Orientation and units are the published ones (the target's ``quantity`` states them).
@@ -105,6 +106,38 @@ def _regimes_from_distances(inputs: dict, results: RunResults | None) -> Obtaine
     return Obtained(sorted(regimes.index[regimes == inputs["regime"]]))
 
 
+def _category_average(inputs: dict, results: RunResults | None) -> Obtained:
+    """Krumpl, Avenhaus & Possegger (ICONIC-444), Tables 4 and 10: the Average column of ``method``'s ``metric``
+    from its published category means (``table``: {method: {metric: [near, far, extreme, synthetic]}}, in %) with
+    :func:`csfbench.analysis.iconic.iconic_summary`: ``output`` ``mean`` (their unweighted mean) or ``std`` (their
+    sample standard deviation, ddof 1), in %."""
+    from csfbench.analysis.iconic import AVERAGE, iconic_summary
+
+    means = inputs["table"][inputs["method"]][inputs["metric"]]
+    frame = pd.DataFrame([{"method": inputs["method"], "task": "all", "arch": "all", "run": 0, "category": category,
+                           "subset": category, "metric": inputs["metric"], "value": value}
+                          for category, value in zip(("near", "far", "extreme", "synthetic"), means, strict=True)])
+    summary = iconic_summary(frame)
+    average = summary[(summary["view"] == "averaged") & (summary["category"] == AVERAGE)].iloc[0]
+    if inputs["output"] not in ("mean", "std"):
+        raise ValueError(f"category average: unknown output {inputs['output']!r}")
+    return Obtained(float(average[inputs["output"]]))
+
+
+def _stress_mse(inputs: dict, results: RunResults | None) -> Obtained:
+    """Yu et al., App. E: Table 9's mean squared error of ``predictor``'s predicted error fraction over Table 10's
+    columns (``table``: {``true_error``: [...], predictor: [...]}, in %) with
+    :func:`csfbench.projnorm.evaluate.prediction_mse`; dimensionless (fractions squared)."""
+    from csfbench.projnorm.evaluate import prediction_mse
+
+    table = inputs["table"]
+    if len(table[inputs["predictor"]]) != len(table["true_error"]):
+        raise ValueError(f"stress MSE: {inputs['predictor']} has {len(table[inputs['predictor']])} columns, the "
+                         f"true error {len(table['true_error'])}")
+    fraction = [[value / 100 for value in table[name]] for name in (inputs["predictor"], "true_error")]
+    return Obtained(prediction_mse(*fraction))
+
+
 def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
     """Claros-Olivares & Brockmeier, Table 2: the best run-mean ``metric`` of one (``source``, ``dataset``,
     ``backbone``) over paradigms and CSF variants of the validation-selected configurations, non-MCD or MCD
@@ -142,6 +175,8 @@ RECIPES: dict[str, Callable[[dict, RunResults | None], Obtained]] = {
     "decomposition": _decomposition,
     "regimes_from_distances": _regimes_from_distances,
     "conformal_correction": _conformal_correction,
+    "category_average": _category_average,
+    "stress_mse": _stress_mse,
     "best_metric": _best_metric,
 }
 

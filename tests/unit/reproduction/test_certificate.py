@@ -26,6 +26,15 @@ def test_every_data_free_target_is_reproduced_and_the_data_targets_say_what_they
     assert len(free) >= 14 and (free["verdict"] == "reproduced").all(), free[["target", "verdict"]]
     assert free.loc[free["target"] == "cb-c1-friedman-q", "obtained"].item() == pytest.approx(46.161905, abs=1e-6)
     assert free.loc[free["target"] == "cb-t6-layer1-members", "obtained"].item() == "Confidence, GEN"
+    obtained = free.set_index("target")["obtained"]
+    # by hand: mean((Table 10's ConfScore − true error)²) over its 15 columns, as fractions
+    assert obtained["yu-t9-confscore-mse"] == pytest.approx(0.874809, abs=1e-6)
+    # std(35.74, 19.75, 0.00, 0.44; ddof 1) and the mean of GRAM's AUROC means (88.13, 94.03, 99.99, 99.88)
+    assert obtained["iconic-t10-gram-fpr95-average-std"] == pytest.approx(17.181021, abs=1e-6)
+    assert obtained["iconic-t4-gram-auroc-average"] == pytest.approx(95.5075, abs=1e-9)
+    families = {targets[target]["paper"] for target in free["target"]}
+    assert families == {"cb", "imagenet_ood", "nda", "iconic", "yu"}, families
+
     data = certificate[[targets[t]["needs"] is not None for t in certificate["target"]]]
     assert len(data) and data["verdict"].str.startswith("not run: needs a run of config/paper.yaml (sources ").all()
     assert certificate["paper"].str.contains('"A Systematic Analysis of Out-of-Distribution Detection').any()
