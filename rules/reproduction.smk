@@ -7,12 +7,15 @@
 rule reproduction_certificate:
     input:
         table=paths.results_table(),
+        nc=list(G.nc_table_files().values()),
     output:
         table=paths.reproduction_table(),
         view=report(paths.table_view(paths.reproduction_table()), caption="../report/reproduction.rst",
                     category="Certificate of reproduction"),
     params:
         ranking=G.setting("ranking"),
+        nc_sources=list(G.nc_table_files()),
+
     log:
         paths.log("reproduction", "certificate"),
     benchmark:

@@ -136,17 +136,24 @@ def _manifest(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from csfbench.reproduction import RunResults, certify, deviations, verdict_counts
+    from csfbench.reproduction import certify, deviations, verdict_counts
+    from csfbench.stages.reproduction import read_run
+    from csfbench.workflow import paths
     from csfbench.workflow.settings import load_config, schema_default
 
     results = None
     if args.results:
-        table = Path(args.results) / "results.parquet"
+        folder = Path(args.results)
+        table = folder / os.path.relpath(paths.results_table(), paths.RESULTS)
         if not table.is_file():
-            raise CsfbenchError(f"{args.results}: no results.parquet there (pass the results folder a finished run "
+            raise CsfbenchError(f"{args.results}: no {table.name} there (pass the results folder a finished run "
                                 "wrote, e.g. --results results)")
         ranking = load_config(args.config)["ranking"] if args.config else schema_default("ranking", complete=True)
-        results = RunResults(pd.read_parquet(table), ranking)
+        sources = pd.read_parquet(table, columns=["source"])["source"].unique()
+        nc_tables = {source: folder / os.path.relpath(paths.nc_table(source, "csv"), paths.RESULTS)
+                     for source in sources}
+        results = read_run(table, ranking, {source: path for source, path in nc_tables.items() if path.is_file()})
+
     certificate = certify(results)
     columns = ["target", "published", "obtained", "difference", "tolerance", "verdict"]
     with pd.option_context("display.width", 200, "display.max_colwidth", 90, "display.max_rows", None):

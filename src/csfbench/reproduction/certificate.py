@@ -69,7 +69,7 @@ def _needs(target: dict[str, Any]) -> str:
     needs = target["needs"]
     if needs is None:
         return "nothing (the paper's published inputs)"
-    return (f"sources {', '.join(needs['sources'])}; backbones {', '.join(needs['backbones'])}; evaluation sets "
+    return (f"sources {', '.join(needs['sources'])}; backbones {', '.join(needs['backbones'])}; sets "
             f"{', '.join(needs['datasets'])}")
 
 

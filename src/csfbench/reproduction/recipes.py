@@ -4,17 +4,19 @@
 A recipe takes the target's ``inputs`` and the run's results (:class:`RunResults`, or None for a data-free
 check) and returns an :class:`Obtained`: the value (a number, or a sorted list of names for a set) and, where
 the run's rows carry one, its bootstrap interval.  Data-free recipes (``worked_example``, ``decomposition``,
-``regimes_from_distances``, ``conformal_correction``, ``category_average``, ``stress_mse``)
+``regimes_from_distances``, ``conformal_correction``, ``category_average``, ``stress_mse``, ``network_average``) recompute a
 
-recompute a published number from the paper's own published inputs, through the same functions the workflow
-uses; a data recipe (``best_metric``) reads the run's results table and raises :class:`NotRun` naming what the
+published number from the paper's own published inputs, through the same functions the workflow uses; data
+recipes (``best_metric``, ``neural_collapse``, ``run_metric``) read
+ the run's results and raise :class:`NotRun` naming what the
 run lacks.  Orientation and units are the published ones (the target's ``quantity`` states them).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -25,11 +27,13 @@ class NotRun(Exception):
 
 @dataclass(frozen=True)
 class RunResults:
-    """A finished run's results table and the ``ranking`` section its ranked rows were chosen with
-    (complete, as :func:`csfbench.workflow.settings.validate_config` fills it)."""
+    """A finished run's results table, the ``ranking`` section its ranked rows were chosen with (complete, as
+    :func:`csfbench.workflow.settings.validate_config` fills it) and its neural-collapse tables ({source: the
+    table of :func:`csfbench.geometry.nc_records.nc_table`}; empty for a run without them)."""
 
     table: pd.DataFrame
     ranking: dict
+    nc_tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,37 @@ def _stress_mse(inputs: dict, results: RunResults | None) -> Obtained:
     return Obtained(prediction_mse(*fraction))
 
 
+def _neural_collapse(inputs: dict, results: RunResults | None) -> Obtained:
+    """Claros-Olivares & Brockmeier, §3.4 and Table 7: neural-collapse ``metric`` (a name of
+    :data:`csfbench.geometry.neural_collapse.METRICS`; dimensionless, lower = more collapse) of ``backbone`` on
+    ``source`` in ``regime`` from the run's NC table, averaged over its dropout groups with equal weight (the
+    table does not say which group it shows; docs/reproducibility.md)."""
+    if results is None:
+        raise NotRun("needs a run's neural-collapse tables")
+    table = results.nc_tables.get(inputs["source"])
+    if table is None:
+        raise NotRun(f"needs the neural-collapse table of source {inputs['source']!r} (a run with a geometry section)")
+    if inputs["metric"] not in table:
+        raise NotRun(f"the neural-collapse table of source {inputs['source']!r} has no column {inputs['metric']!r}")
+    rows = table[(table["backbone"] == inputs["backbone"]) & (table["regime"] == inputs["regime"])]
+    if rows.empty:
+
+        raise NotRun(f"needs neural-collapse rows of backbone {inputs['backbone']!r} on {inputs['source']!r} in "
+                     f"regime {inputs['regime']!r}")
+    return Obtained(float(rows.groupby("dropout")[inputs["metric"]].mean().mean()))
+
+
+def _network_average(inputs: dict, results: RunResults | None) -> Obtained:
+    """Yu et al., Table 1: an Average row's cell, the unweighted mean over the networks of ``method``'s
+    ``statistic`` (``r2`` or ``spearman``) on ``dataset`` (``table``: {dataset: {method: {statistic: [per network]}}}),
+    with :func:`csfbench.report.spread.mean_sd_n`, the workflow's mean over runs; dimensionless."""
+    from csfbench.report.spread import mean_sd_n
+
+    values = inputs["table"][inputs["dataset"]][inputs["method"]][inputs["statistic"]]
+    frame = pd.DataFrame({"cell": 0, "value": values})
+    return Obtained(float(mean_sd_n(frame, ["cell"])["value"].iloc[0]))
+
+
 def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
     """Claros-Olivares & Brockmeier, Table 2: the best run-mean ``metric`` of one (``source``, ``dataset``,
     ``backbone``) over paradigms and CSF variants of the validation-selected configurations, non-MCD or MCD
@@ -169,6 +204,38 @@ def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
     return Obtained(value, None if math.isnan(low) or math.isnan(high) else (low, high))
 
 
+def _run_metric(inputs: dict, results: RunResults | None) -> Obtained:
+    """A published metric of one detector on one model from the run's result rows: ``metric`` of CSF ``csf``
+    (variant ``variant``, non-MCD) under shift ``scheme`` against the ID test set, for ``source`` and ``backbone``,
+    averaged over the runs of each of ``datasets`` and then over the sets (a group mean, as the papers' near
+    groups), times ``scale`` (100 for %).  The bootstrap interval is the row's where a single row gives the
+    value."""
+    if results is None:
+        raise NotRun("needs a run's results table")
+    table = results.table
+    for column, wanted in (("source", inputs["source"]), ("backbone", inputs["backbone"])):
+        if not (table[column] == wanted).any():
+            raise NotRun(f"needs {column} {wanted!r}, which the run did not evaluate")
+    rows = table[(table["source"] == inputs["source"]) & (table["backbone"] == inputs["backbone"])]
+    absent = [d for d in inputs["datasets"] if not (rows["dataset"] == d).any()]
+    if absent:
+        raise NotRun(f"needs evaluation set(s) {absent} of source {inputs['source']!r}")
+    rows = rows[rows["dataset"].isin(inputs["datasets"]) & ~rows["mcd"].astype(bool) & (rows["id_set"] == "test")
+                & (rows["scheme"] == inputs["scheme"]) & (rows["csf"] == inputs["csf"])
+                & (rows["variant"] == inputs["variant"]) & (rows["metric"] == inputs["metric"])]
+    which = f"{inputs['metric']} rows of {inputs['csf']} ({inputs['variant']}, {inputs['scheme']})"
+    if rows["dataset"].nunique() < len(inputs["datasets"]):
+        raise NotRun(f"needs {which} on {inputs['datasets']}")
+    if rows["tuning_protocol"].nunique() > 1:
+        raise NotRun(f"the run's {which} come from several tuning protocols {sorted(rows['tuning_protocol'].unique())}")
+    scale = inputs["scale"]
+    value = scale * float(rows.groupby("dataset")["value"].mean().mean())
+    interval = None
+    if len(rows) == 1 and "ci_low" in rows and rows[["ci_low", "ci_high"]].notna().all(axis=None):
+        interval = (scale * float(rows["ci_low"].iloc[0]), scale * float(rows["ci_high"].iloc[0]))
+    return Obtained(value, interval)
+
+
 #: recipe name → function(inputs, results or None) → :class:`Obtained`
 RECIPES: dict[str, Callable[[dict, RunResults | None], Obtained]] = {
     "worked_example": _worked_example,
@@ -177,7 +244,10 @@ RECIPES: dict[str, Callable[[dict, RunResults | None], Obtained]] = {
     "conformal_correction": _conformal_correction,
     "category_average": _category_average,
     "stress_mse": _stress_mse,
+    "network_average": _network_average,
     "best_metric": _best_metric,
+    "neural_collapse": _neural_collapse,
+    "run_metric": _run_metric,
 }
 
 

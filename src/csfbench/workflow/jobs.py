@@ -224,10 +224,15 @@ class Jobs(Grid):
     def nc_record_files(self, source: str) -> list[str]:
         return [paths.nc_records(source, m) for m in self.models(source)]
 
-    def nc_tables(self) -> list[str]:
+    def nc_table_files(self) -> dict[str, str]:
+        """{source: its NC table (CSV)}; empty without a ``geometry`` section."""
         if not self.enabled("geometry"):
-            return []
-        return [paths.nc_table(source, ext) for source in self.sources for ext in ("csv", "tex")]
+            return {}
+        return {source: paths.nc_table(source, "csv") for source in self.sources}
+
+    def nc_tables(self) -> list[str]:
+        return [paths.nc_table(source, ext) for source in self.nc_table_files() for ext in ("csv", "tex")]
+
 
     # -----------------------------------------------------------------------------------------
     # near/mid/far stratification and the covariate embeddings

@@ -32,11 +32,16 @@ def test_every_data_free_target_is_reproduced_and_the_data_targets_say_what_they
     # std(35.74, 19.75, 0.00, 0.44; ddof 1) and the mean of GRAM's AUROC means (88.13, 94.03, 99.99, 99.88)
     assert obtained["iconic-t10-gram-fpr95-average-std"] == pytest.approx(17.181021, abs=1e-6)
     assert obtained["iconic-t4-gram-auroc-average"] == pytest.approx(95.5075, abs=1e-9)
+    assert obtained["yu-t1-cifar10-confscore-r2-average"] == pytest.approx((0.847 + 0.935 + 0.929) / 3, abs=1e-12)
+
     families = {targets[target]["paper"] for target in free["target"]}
     assert families == {"cb", "imagenet_ood", "nda", "iconic", "yu"}, families
 
     data = certificate[[targets[t]["needs"] is not None for t in certificate["target"]]]
-    assert len(data) and data["verdict"].str.startswith("not run: needs a run of config/paper.yaml (sources ").all()
+    configs = data["verdict"].str.extract(r"^not run: needs a run of (config/\w+\.yaml) \(sources ")[0]
+    assert configs.notna().all() and set(configs) == {"config/paper.yaml", "config/imagenet.yaml",
+                                                      "config/openood.yaml"}
+
     assert certificate["paper"].str.contains('"A Systematic Analysis of Out-of-Distribution Detection').any()
     assert certificate["paper"].str.contains("arXiv 2310.01755").any()
 
@@ -123,3 +128,56 @@ def test_a_run_without_the_data_is_not_run_naming_what_is_missing(inputs, fragme
     no_mcd = synthetic_results()
     assert _verdict(_fixture_targets(mcd=True), no_mcd[~no_mcd["mcd"]])["verdict"] == (
         "not run: needs MC-dropout rows of backbone 'vgg13' on 's1'")
+
+
+def _nc_target(published: float) -> dict:
+    """Table 7(a)'s CIFAR-10 unfiltered Var Collapse cell as a target on a fixture run."""
+    data = load_targets()
+    target = next(t for t in data["targets"] if t["id"] == "cb-t7-vgg13-cifar10-none-var-collapse")
+    return {**data, "targets": [{**target, "published": published}]}
+
+
+def test_a_neural_collapse_target_averages_the_dropout_groups_of_the_runs_nc_table():
+    # the NC table's rows of (vgg13, none) have Var Collapse 0.0078 (dropout 0) and 0.0086 (dropout 1): mean 0.0082
+    nc = pd.DataFrame({"backbone": ["vgg13", "vgg13", "vgg13", "vit"], "dropout": [0, 1, 1, 0],
+                       "regime": ["none", "none", "global", "none"], "n_models": 15,
+                       "Var Collapse": [0.0078, 0.0086, 0.5, 0.9]})
+    run = RunResults(synthetic_results(), _ranking(), {"cifar10": nc})
+    row = certify(run, _nc_target(0.0081)).iloc[0]
+    assert row["verdict"] == "reproduced" and row["obtained"] == pytest.approx(0.0082)
+    assert row["tolerance"] == 0.001 and pd.isna(row["in_interval"])
+    assert certify(run, _nc_target(0.0150)).iloc[0]["verdict"] == "deviates"
+    without = certify(RunResults(synthetic_results(), _ranking()), _nc_target(0.0081)).iloc[0]
+    assert without["verdict"] == ("not run: needs the neural-collapse table of source 'cifar10' (a run with a "
+                                  "geometry section)")
+    other = RunResults(synthetic_results(), _ranking(), {"cifar10": nc[nc["backbone"] == "vit"]})
+    assert certify(other, _nc_target(0.0081)).iloc[0]["verdict"] == (
+        "not run: needs neural-collapse rows of backbone 'vgg13' on 'cifar10' in regime 'none'")
+
+
+def _run_metric_target(**inputs) -> dict:
+    """A run_metric target on the synthetic results: GEN's new-class AUGRC, the mean of its o_near and o_far sets."""
+    target = {"id": "fixture-run-metric", "paper": "nda", "artefact": "fixture", "quantity": "group-mean AUGRC",
+              "convention": "newclass", "published": 0.811, "tolerance": 1e-9, "tolerance_reason": "exact fixture",
+              "recipe": "run_metric",
+              "inputs": {"source": "s1", "backbone": "vgg13", "datasets": ["o_near", "o_far"], "scheme": "newclass",
+                         "csf": "GEN", "variant": "none", "metric": "augrc", "scale": 1, **inputs},
+              "needs": {"sources": ["s1"], "backbones": ["vgg13"], "datasets": ["o_near", "o_far"],
+                        "config": "fixture.yaml"}}
+    return {**load_targets(), "targets": [target]}
+
+
+def test_a_run_metric_target_averages_the_runs_then_the_sets_of_its_group():
+    # by hand (tests/helpers/results_synthetic.py): a newclass row is 1 − (0.01·factor + 0.001·run + 0.1·set
+    # + 0.05·[dropout 0]); over paradigms (factor 1, 1.5), runs 1-2 and dropout 0/1 the mean is 1 − (0.0125 + 0.0015
+    # + 0.1·set + 0.025): o_near 0.861, o_far 0.761, their mean 0.811
+    table = synthetic_results().assign(id_set="test")
+    run = RunResults(table, _ranking())
+    row = certify(run, _run_metric_target()).iloc[0]
+    assert row["verdict"] == "reproduced" and row["obtained"] == pytest.approx(0.811, abs=1e-12)
+    scaled = certify(run, _run_metric_target(scale=100, datasets=["o_near"])).iloc[0]
+    assert scaled["obtained"] == pytest.approx(86.1) and scaled["verdict"] == "deviates"
+    assert certify(run, _run_metric_target(datasets=["o_near", "svhn"])).iloc[0]["verdict"] == (
+        "not run: needs evaluation set(s) ['svhn'] of source 's1'")
+    assert certify(run, _run_metric_target(csf="KNN")).iloc[0]["verdict"] == (
+        "not run: needs augrc rows of KNN (none, newclass) on ['o_near', 'o_far']")
