@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,8 @@ import numpy as np
 from csfbench.csf import logit_scores as ls
 from csfbench.csf.fit_settings import TuningSettings, resolved_budgets  # noqa: F401 (resolved_budgets: re-exported)
 from csfbench.csf.inputs import SplitData
+from csfbench.csf.neighbours import shared_search
+
 from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, project, projection_states,
                                      rec_confidence)
 from csfbench.csf.registry import (BY_NAME, EXPECTED, PROJECTION_SPACE, Csf, ModelContext, bounds, flavour_name,
@@ -200,8 +203,14 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
     gives it (``ood``: the OOD validation view, for ``grid``)."""
     space = bounds(csf, ctx, tuning.search_space.get(csf.name))
 
+    fits: dict = {}  # the last fit, by its parameters other than neighbour counts (which only the score reads)
+
     def run(params):
-        state = csf.fit(train, ctx, params) if csf.fit else None
+        key = tuple(sorted((k, v) for k, v in params.items() if k not in csf.neighbour_counts))
+        if key not in fits:
+            fits.clear()
+            fits[key] = csf.fit(train, ctx, params) if csf.fit else None
+        state = fits[key]
         return state, _own(csf.score(state, val, ctx, params), variant)
 
     fixed = tuning.fixed.get(csf.name, {})
@@ -225,15 +234,25 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
     if protocol == "grid":
         grid = {k: v for k, v in grid_points(csf, ctx, tuning.grids.get(csf.name)).items() if k not in fixed}
         held = {k: fixed[k] for k in space if k in fixed}
-        params, probed, objectives = grid_search(probe, grid, space, held, label)
+        reach = _reach(csf, {k: max(v) for k, v in grid.items()} | held)
+        with shared_search(reach) if reach else nullcontext():
+            params, probed, objectives = grid_search(probe, grid, space, held, label)
     else:  # a parameter pinned by tuning.fixed is a range of one point, which the search holds
         counts = [k for k in csf.neighbour_counts if k not in fixed]
         space, clips = clip_counts(space, counts, len(train.split), tuning.max_neighbour_fraction, label)
         pinned = {k: (fixed[k], fixed[k], kind) if k in fixed else (low, high, kind)
                   for k, (low, high, kind) in space.items()}
-        params, probed, objectives = tuning.search(probe, pinned, csf.name, label)
+        reach = _reach(csf, {k: high for k, (low, high, kind) in pinned.items()})
+        with shared_search(reach) if reach else nullcontext():
+            params, probed, objectives = tuning.search(probe, pinned, csf.name, label)
     state = best["state"] if best.get("params") == params else run(params)[0]
     return FittedCsf(params, state, probed, objectives, protocol=protocol, range_clips=clips)
+
+
+def _reach(csf: Csf, largest: dict) -> int:
+    """The largest neighbour count a search can probe (``largest``: {param: its largest value}), for
+    :func:`csfbench.csf.neighbours.shared_search`; 0 for a CSF without neighbour counts."""
+    return max((int(largest[k]) for k in csf.neighbour_counts if k in largest), default=0)
 
 
 def _own(conf, variant: str) -> np.ndarray:

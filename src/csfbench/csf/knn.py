@@ -45,6 +45,8 @@ import numpy as np
 
 from csfbench.csf import blocks
 from csfbench.csf.blocks import map_row_blocks, unit_rows
+from csfbench.csf.neighbours import descending, searched
+
 
 KNN_GRID = {"k": (50, 100, 200, 500, 1000)}
 
@@ -74,18 +76,31 @@ def knn_fit(features: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def knn_score(state: dict[str, np.ndarray], features: np.ndarray, k: int) -> np.ndarray:
-    """KNN confidence ``−‖ĥ − b_(k)‖₂``, shape (N,); ``1 <= k <=`` the bank size."""
-    bank = np.asarray(state["bank"], dtype=np.float32)
-    n_bank, dim = bank.shape[0], bank.shape[1] - 1
+    """KNN confidence ``−‖ĥ − b_(k)‖₂``, shape (N,); ``1 <= k <=`` the bank size.  Inside
+    :func:`csfbench.csf.neighbours.shared_search` the bank is searched once for the reach and every k reads
+    its column of the kept values."""
+    n_bank, dim = state["bank"].shape[0], state["bank"].shape[1] - 1
     features = np.asarray(features)
     if features.ndim != 2 or features.shape[1] != dim:
         raise ValueError(f"expected N×{dim} features, got shape {features.shape}")
     if not 1 <= k <= n_bank:
         raise ValueError(f"KNN k must lie in [1, {n_bank}] (the bank size), got {k}")
-    n_chunks = max(1, n_bank // max(BANK_CHUNK_ROWS, BANK_CHUNK_PER_K * k))
+    square, largest = searched(state["bank"], features, k, n_bank,
+                               lambda count, keep: _search(state["bank"], features, count, keep))
+    column = k - 1 if largest.shape[1] > 1 else 0
+    return -np.sqrt(np.maximum(square - 2.0 * largest[:, column], 0.0))
+
+
+def _search(bank: np.ndarray, features: np.ndarray, count: int, keep: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(‖ĥ‖² per query row, float64 (N,); its largest values of ``ĥ·b − ‖b‖²/2``, float32): the ``count``
+    largest in descending order (N × count) when ``keep``, else the count-th largest alone (N × 1)."""
+    bank = np.asarray(bank, dtype=np.float32)
+    n_bank, dim = bank.shape[0], bank.shape[1] - 1
+    n_chunks = max(1, n_bank // max(BANK_CHUNK_ROWS, BANK_CHUNK_PER_K * count))
     chunks = [bank[j::n_chunks] for j in range(n_chunks)]  # views; BLAS reads the strided rows as they are
     width = len(chunks[0])  # the widest chunk
-    scores = np.empty(len(features))
+    square = np.empty(len(features))
+    largest = np.empty((len(features), count if keep else 1), dtype=np.float32)
     buffers = threading.local()  # one value block and one mask per thread, reused: fresh pages cost ~5 %
 
     def block(rows: slice) -> None:
@@ -95,13 +110,13 @@ def knn_score(state: dict[str, np.ndarray], features: np.ndarray, k: int) -> np.
             buffers.mask = np.empty(n_rows * width, dtype=bool)
         query = np.ones((n_rows, dim + 1), dtype=np.float32)
         query[:, :-1] = unit_rows(features[rows], np.float32)
-        square = np.einsum("ij,ij->i", query[:, :-1], query[:, :-1], dtype=np.float64)
-        square -= 2.0 * _kth_largest(query, chunks, k, buffers.values, buffers.mask)
-        scores[rows] = -np.sqrt(np.maximum(square, 0.0))
+        square[rows] = np.einsum("ij,ij->i", query[:, :-1], query[:, :-1], dtype=np.float64)
+        candidates = _largest(query, chunks, count, buffers.values, buffers.mask)
+        largest[rows] = descending(candidates) if keep else candidates[:, :1]
 
     # the widest temporaries of a block: its float32 values and their bool mask, 5/8 of a float64 each
     map_row_blocks(block, len(features), block_rows=_block_rows(len(features), -(-5 * max(width, dim + 1) // 8)))
-    return scores
+    return square, largest
 
 
 def _block_rows(n_rows: int, row_entries: int) -> int:
@@ -114,11 +129,11 @@ def _block_rows(n_rows: int, row_entries: int) -> int:
     return -(-per_thread // -(-per_thread // most))
 
 
-def _kth_largest(query: np.ndarray, chunks: list[np.ndarray], k: int, values: np.ndarray,
-                 mask: np.ndarray) -> np.ndarray:
-    """The k-th largest of each row of ``query @ bank.T`` (float32, n,), the bank given as its
-    interleaved ``chunks`` (chunk 0 the widest, >= k rows); ``values``, ``mask``: flat scratch space of
-    at least n × len(chunks[0]) entries."""
+def _largest(query: np.ndarray, chunks: list[np.ndarray], k: int, values: np.ndarray,
+             mask: np.ndarray) -> np.ndarray:
+    """The k largest of each row of ``query @ bank.T`` (float32, n × k, in no order but with the k-th
+    largest in column 0), the bank given as its interleaved ``chunks`` (chunk 0 the widest, >= k rows);
+    ``values``, ``mask``: flat scratch space of at least n × len(chunks[0]) entries."""
     n_rows = len(query)
     first = np.matmul(query, chunks[0].T, out=values[:n_rows * len(chunks[0])].reshape(n_rows, -1))
     first.partition(first.shape[1] - k, axis=1)  # in place: np.partition would first copy the block
@@ -131,7 +146,7 @@ def _kth_largest(query: np.ndarray, chunks: list[np.ndarray], k: int, values: np
                                                 out=mask[:n_rows * width].reshape(n_rows, width)))
         if len(above):
             _merge(candidates, threshold, above // width, values[above], k)
-    return threshold
+    return candidates
 
 
 def _merge(candidates: np.ndarray, threshold: np.ndarray, rows: np.ndarray, new: np.ndarray, k: int) -> None:

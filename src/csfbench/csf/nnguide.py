@@ -23,6 +23,8 @@ import numpy as np
 from csfbench.csf.blocks import map_row_blocks, unit_rows
 from csfbench.csf.distance_scores import check_labels
 from csfbench.csf.logit_scores import energy
+from csfbench.csf.neighbours import descending, searched
+
 
 #: the authors' ``np.random.seed(12345)`` (github.com/cesar-claros/ood_systematic)
 NNGUIDE_SEED = 12345
@@ -64,20 +66,36 @@ def nnguide_score(features: np.ndarray, logits: np.ndarray, bank: np.ndarray, k:
     """NNGuide confidence ``LSE(z) · mean(top-k_i (h/||h||) · b_i)``, shape (N,).
 
     ``k`` is capped at the bank size M; similarities are computed in row blocks (on several threads)
-    of at most :data:`~csfbench.csf.blocks.MAX_BLOCK_ENTRIES` entries.
+    of at most :data:`~csfbench.csf.blocks.MAX_BLOCK_ENTRIES` entries.  Inside
+    :func:`csfbench.csf.neighbours.shared_search` the bank is searched once for the reach and every k reads
+    its top-k mean from the kept cumulative sums.
     """
     features = np.asarray(features)
-    bank_t = np.asarray(bank, dtype=np.float32).T
-    n_bank = bank_t.shape[1]
     if k < 1:
         raise ValueError(f"NNGuide k must be >= 1, got {k}")
+    n_bank = len(bank)
     k = min(k, n_bank)
-    guidance = np.empty(len(features))
+    sums = searched(bank, features, k, n_bank, lambda count, keep: _top_sums(features, bank, count, keep))
+    guidance = sums[:, k - 1] / k if sums.shape[1] > 1 else sums[:, 0] / k
+    return energy(logits) * guidance  # LSE(z): the energy score at T = 1
+
+
+def _top_sums(features: np.ndarray, bank: np.ndarray, count: int, keep: bool) -> np.ndarray:
+    """Sums of each query row's largest similarities to the bank, float64: the cumulative sums of the
+    ``count`` largest in descending order (N × count) when ``keep``, else the sum of the ``count`` largest
+    (N × 1)."""
+    bank_t = np.asarray(bank, dtype=np.float32).T
+    n_bank = bank_t.shape[1]
+    sums = np.empty((len(features), count if keep else 1))
 
     def block(rows):
         similarities = unit_rows(features[rows], np.float32) @ bank_t
-        similarities.partition(n_bank - k, axis=1)  # in place: np.partition would first copy the block
-        np.mean(similarities[:, n_bank - k:], axis=1, dtype=np.float64, out=guidance[rows])
+        similarities.partition(n_bank - count, axis=1)  # in place: np.partition would first copy the block
+        top = similarities[:, n_bank - count:]
+        if keep:
+            np.cumsum(descending(top), axis=1, dtype=np.float64, out=sums[rows])
+        else:
+            np.sum(top, axis=1, dtype=np.float64, out=sums[rows, 0])
 
     map_row_blocks(block, len(features), max(n_bank, features.shape[1]))
-    return energy(logits) * guidance  # LSE(z): the energy score at T = 1
+    return sums

@@ -107,8 +107,11 @@ class Csf:
     reads: frozenset = PROJECTED_READS
     # the parameters of ``space`` that count training rows (a neighbour count k): their Bayesian search
     # range is clipped to ``csf.tuning.max_neighbour_fraction`` of the training rows
-    # (:func:`csfbench.csf.tuning.clip_counts`)
+    # (:func:`csfbench.csf.tuning.clip_counts`).  Only the score reads them, never the fit, so a search
+    # reuses one fit across counts and one neighbour search for its largest count
+    # (:mod:`csfbench.csf.neighbours`)
     neighbour_counts: tuple[str, ...] = ()
+
 
     def reads_for(self, variant: str) -> frozenset:
         """The inputs the CSF reads in ``variant``."""

@@ -1,4 +1,5 @@
-"""KNN (csfbench.csf.knn): hand-computed distances, zero rows, blocking, orientation, and agreement
+"""KNN (csfbench.csf.knn): hand-computed distances, zero rows, blocking, orientation, one shared search for
+a grid of k (and NNGuide's), and agreement
 with pytorch-ood 0.4.0's KNN (scikit-learn's exact search) and with faiss-cpu's exact ``IndexFlatL2``
 (squared distances: ours = −sqrt(theirs))."""
 from __future__ import annotations
@@ -8,8 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from csfbench.csf import blocks, knn
+from csfbench.csf import blocks, knn, nnguide
 from csfbench.csf.knn import KNN_GRID, _merge, knn_fit, knn_score
+from csfbench.csf.neighbours import shared_search
+from csfbench.csf.nnguide import nnguide_bank, nnguide_score
+
 
 from tests.helpers.posthoc_data import FLOAT32, agree, gaussian_outputs, outlier, pytorch_ood, separation
 
@@ -97,3 +101,50 @@ def test_agrees_with_faiss(data):
     index.add(unit(data["train"]))
     squared, _ = index.search(unit(data["test"]), 50)
     agree(knn_score(knn_fit(data["train"]), data["test"], 50), -np.sqrt(squared[:, -1]), FLOAT32)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_shared_search_scores_every_k_of_the_grid_from_one_search(data, monkeypatch, chunked):
+    """Inside shared_search(reach) the bank is searched once per (bank, queries) for the reach, and every
+    k ≤ reach reads its column: equal to a search for that k alone (within the float32 product's rounding,
+    since the chunks differ with k), also across bank chunks."""
+    if chunked:
+        monkeypatch.setattr(knn, "BANK_CHUNK_ROWS", 50)
+        monkeypatch.setattr(knn, "BANK_CHUNK_PER_K", 1)
+    state = knn_fit(data["train"])
+    ks = (1, 2, 10, 50, 100)
+    alone = {k: knn_score(state, data["test"], k) for k in ks}
+    searches = []
+    search = knn._search
+    monkeypatch.setattr(knn, "_search", lambda *args: searches.append(args[2]) or search(*args))
+    with shared_search(max(ks)):
+        shared = {k: knn_score(state, data["test"], k) for k in ks}
+        again = knn_score(state, data["test"], 10)
+        assert searches == [100]  # one search, for the reach
+        knn_score(state, data["test"][:5], 3)  # other queries: a search of their own
+        assert searches == [100, 100]
+        knn_score(state, data["test"], 150)  # above the reach: searched afresh, and kept
+        knn_score(state, data["test"], 120)
+        assert searches == [100, 100, 150]
+    for k in ks:
+        np.testing.assert_allclose(shared[k], alone[k], rtol=0, atol=2e-6)
+    np.testing.assert_array_equal(again, shared[10])
+    knn_score(state, data["test"], 10)  # outside: nothing kept, a search for k alone
+    assert searches[-1] == 10
+
+
+def test_a_shared_nnguide_search_gives_each_k_its_top_k_mean(data, monkeypatch):
+    bank = nnguide_bank(data["train"], data["z_train"], data["y_train"], data["z_train"].shape[1], 0.5)
+    ks = (1, 5, 20, 60)
+    alone = {k: nnguide_score(data["test"], data["z_test"], bank, k) for k in ks}
+    searches = []
+    top_sums = nnguide._top_sums
+    monkeypatch.setattr(nnguide, "_top_sums", lambda *args: searches.append(args[2]) or top_sums(*args))
+    with shared_search(max(ks)):
+        shared = {k: nnguide_score(data["test"], data["z_test"], bank, k) for k in ks}
+    assert searches == [60]
+    for k in ks:  # the same float32 similarities; only the float64 sums' order differs
+        np.testing.assert_allclose(shared[k], alone[k], rtol=1e-12)
+    with pytest.raises(ValueError, match="reach >= 1"):
+        with shared_search(0):
+            pass

@@ -185,7 +185,26 @@ def _sklearn_auroc(id_conf, ood_conf):
     return roc_auc_score(np.r_[np.ones(len(id_conf)), np.zeros(len(ood_conf))], np.r_[id_conf, ood_conf])
 
 
+def test_a_neighbour_search_fits_once_and_searches_once_per_split_for_the_whole_k_grid(monkeypatch):
+    from csfbench.csf import knn, registry
+
+    splits, ctx = make_splits()
+    grid = {"KNN": {"k": [1, 3, 10, 30, 100]}}
+    fits, searches = [], []
+    fit, search = registry.knn_fit, knn._search
+    monkeypatch.setattr(registry, "knn_fit", lambda *args: fits.append(1) or fit(*args))
+    monkeypatch.setattr(knn, "_search", lambda *args: searches.append((len(args[1]), args[2], args[3]))
+                        or search(*args))
+    fitted = fit_mode("none", splits["train"], splits["val"], ctx, _tuning(fixed=FIXED_BUT, protocols=("grid",),
+                      grids=grid), frozenset({"KNN"}), _ood_val())
+    assert fitted.csfs[("KNN@grid", "none")].probed[:, 0].tolist() == grid["KNN"]["k"]
+    # one fit for the five points; one search of k = 100 (kept sorted) per split: validation and OOD validation
+    assert len(fits) == 1
+    assert searches == [(len(splits["val"].features), 100, True), (len(_ood_val().features), 100, True)]
+
+
 def test_grid_protocol_picks_the_grid_point_with_the_best_validation_auroc():
+
     splits, ctx = make_splits()
     ood_val = _ood_val()
     grid = {"KNN": {"k": [1, 3, 10, 30, 100]}}
