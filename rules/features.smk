@@ -11,6 +11,8 @@ rule extract_features:
         eval_set=jobwise(G.eval_set_json),
         batch_size=G.setting("features/batch_size"),
         compression=G.setting("features/compression"),
+        feature_dtype=G.setting("features/feature_dtype"),
+
         num_workers=res("extract_features", "num_workers"),
     log:
         paths.log("features", "{source}/{model}/{dataset}"),

@@ -54,8 +54,9 @@ def predict(logits: torch.Tensor, classes: tuple[int, ...] | None = None) -> tor
 def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_path: str | Path, dataset: str,
                      split: str, shift_type: str, batch_size: int, device: torch.device,
                      compression: str = "gzip", num_workers: int = 0, with_head: bool = False,
-                     prediction_classes: tuple[int, ...] | None = None) -> Path:
+                     prediction_classes: tuple[int, ...] | None = None, feature_dtype: str = "float32") -> Path:
     """Write ``out_path`` for ``images``; with ``spec.mcd_samples`` > 0 also the MC-dropout passes.
+    ``feature_dtype``: the storage precision of the features (:data:`csfbench.features.store.FEATURE_DTYPES`).
 
     ``prediction_classes``: the classes the prediction (``pred``, hence ``correct``) is the argmax over
     (:func:`predict`; None = every class).
@@ -73,7 +74,7 @@ def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_p
     attrs = feature_attrs(spec, dataset, split, shift_type, model.feature_dim)
     t0, done = time.perf_counter(), 0
     with FeatureWriter(out_path, len(images), n_outputs, model.feature_dim, n_passes, has_conf, attrs,
-                       compression) as writer:
+                       compression, feature_dtype) as writer:
         for batch_idx, (raw, labels, index) in enumerate(loader):
             x = normalize(raw.to(device, non_blocking=True), **spec.normalize)
             logits, features, conf = _forward(model, x, device)

@@ -1,12 +1,14 @@
 """The HDF5 feature file of one (model, dataset) — its contract (also in docs/design.md).
 
 Datasets: ``logits`` (N×K float32; K = C, or C+1 for Deep Gamblers with the abstention output last),
-``features`` (N×D float32, penultimate layer), ``labels`` (N int64, −1 for semantic shift),
+``features`` (N×D float32, or float16 where ``features.feature_dtype`` asks for it; penultimate layer),
+``labels`` (N int64, −1 for semantic shift),
 ``pred`` (N int64, argmax over the first C logits), ``correct`` (N bool; false where the label is
 −1), ``sample_id`` (N UTF-8 strings), ``confidence`` (N float32, the paradigm's own score in [0, 1],
 higher = more confident; absent for plain cross-entropy).  Dropout models with T > 0 Monte-Carlo
 passes add ``mcd/logits`` (N×T×K), ``mcd/confidence`` (N×T, when the paradigm has a confidence) and
-``mcd/features_mean`` (N×D).  The ``train`` file adds ``head/weight`` (K×D) and ``head/bias`` (K).
+``mcd/features_mean`` (N×D, the features' dtype).  The ``train`` file adds ``head/weight`` (K×D) and
+``head/bias`` (K).
 Attributes: see :data:`REQUIRED_ATTRS`.
 
 Writing goes through :func:`csfbench.atomic.atomic_hdf5`: a hidden temporary file in the same folder
@@ -37,16 +39,22 @@ _STRING = h5py.string_dtype("utf-8")
 SAMPLE_ID_BYTES = 32  # a sample id's share of the file: its UTF-8 bytes and HDF5's heap entry
 
 
-def _uncompressed_bytes(n: int, n_outputs: int, feature_dim: int, mcd_samples: int, has_confidence: bool) -> int:
+def _uncompressed_bytes(n: int, n_outputs: int, feature_dim: int, mcd_samples: int, has_confidence: bool,
+                        feature_bytes: int = 4) -> int:
     """Size in bytes of a feature file's arrays before compression: the free space a writer requires
-    (compression only shrinks them; HDF5's own metadata is a few KiB)."""
-    row = 4 * (n_outputs + feature_dim + has_confidence) + 8 + 8 + 1 + SAMPLE_ID_BYTES
+    (compression only shrinks them; HDF5's own metadata is a few KiB); ``feature_bytes`` per feature value."""
+    row = 4 * (n_outputs + has_confidence) + feature_bytes * feature_dim + 8 + 8 + 1 + SAMPLE_ID_BYTES
     if mcd_samples > 0:
-        row += 4 * (mcd_samples * n_outputs + feature_dim + mcd_samples * has_confidence)
+        row += 4 * (mcd_samples * n_outputs + mcd_samples * has_confidence) + feature_bytes * feature_dim
     return n * row
 
 
+#: ``features.feature_dtype`` -> the HDF5 dtype of the feature datasets
+FEATURE_DTYPES = {"float32": "f4", "float16": "f2"}
+
+
 def _compression(kind: str) -> dict:
+
     if kind == "gzip":
         return {"compression": "gzip", "compression_opts": 1, "shuffle": True}
     if kind == "lzf":
@@ -62,21 +70,25 @@ class FeatureWriter:
     """
 
     def __init__(self, path: str | Path, n: int, n_outputs: int, feature_dim: int, mcd_samples: int,
-                 has_confidence: bool, attrs: dict, compression: str = "gzip"):
+                 has_confidence: bool, attrs: dict, compression: str = "gzip", feature_dtype: str = "float32"):
+        if feature_dtype not in FEATURE_DTYPES:
+            raise ValueError(f"feature dtype {feature_dtype!r}: expected one of {sorted(FEATURE_DTYPES)}")
         self.path = Path(path)
         self.n = n
         self.cursor = 0
-        require_free_space(self.path, _uncompressed_bytes(n, n_outputs, feature_dim, mcd_samples, has_confidence))
+        dtype = FEATURE_DTYPES[feature_dtype]
+        require_free_space(self.path, _uncompressed_bytes(n, n_outputs, feature_dim, mcd_samples, has_confidence,
+                                                          np.dtype(dtype).itemsize))
         self._atomic = contextlib.ExitStack()
         self.file = self._atomic.enter_context(atomic_hdf5(self.path))
         try:
-            self._layout(n, n_outputs, feature_dim, mcd_samples, has_confidence, attrs, compression)
+            self._layout(n, n_outputs, feature_dim, mcd_samples, has_confidence, attrs, compression, dtype)
         except BaseException as err:
             self._atomic.__exit__(type(err), err, err.__traceback__)  # discards the temporary file
             raise
 
     def _layout(self, n: int, n_outputs: int, feature_dim: int, mcd_samples: int, has_confidence: bool,
-                attrs: dict, compression: str) -> None:
+                attrs: dict, compression: str, feature_dtype: str) -> None:
         self._datasets: dict[str, h5py.Dataset] = {}  # held open: see write_batch
         rows = max(1, min(n, (1 << 20) // max(1, 4 * max(feature_dim, n_outputs * max(mcd_samples, 1)))))
         comp = _compression(compression)
@@ -87,7 +99,7 @@ class FeatureWriter:
                                                             track_times=False, **(comp if n > 0 else {}), **extra)
 
         create("logits", (n, n_outputs), "f4")
-        create("features", (n, feature_dim), "f4")
+        create("features", (n, feature_dim), feature_dtype)
         create("labels", (n,), "i8")
         create("pred", (n,), "i8")
         create("correct", (n,), "?")
@@ -96,7 +108,7 @@ class FeatureWriter:
             create("confidence", (n,), "f4")
         if mcd_samples > 0:
             create("mcd/logits", (n, mcd_samples, n_outputs), "f4")
-            create("mcd/features_mean", (n, feature_dim), "f4")
+            create("mcd/features_mean", (n, feature_dim), feature_dtype)
             if has_confidence:
                 create("mcd/confidence", (n, mcd_samples), "f4")
         for key, value in attrs.items():
@@ -112,6 +124,13 @@ class FeatureWriter:
         if unknown:
             raise KeyError(f"{self.path}: no dataset {unknown} in the feature file layout")
         what = f"rows {sl.start}-{sl.stop - 1}"
+        for name, value in arrays.items():
+            if self._datasets[name].dtype == np.float16 and np.size(value) and (
+                    np.nanmax(np.abs(value)) > np.finfo(np.float16).max):
+                raise ValueError(f"{self.path}: {name} {what} exceed float16's range (|x| ≤ 65504, largest "
+                                 f"{float(np.nanmax(np.abs(value))):.6g}); store them with features.feature_dtype "
+                                 "float32")
+
         try:  # through the datasets held open (csfbench.atomic.flush_hdf5)
             for name, value in arrays.items():
                 self._datasets[name][sl] = value
@@ -140,7 +159,8 @@ class FeatureWriter:
 
 
 def read_features(path: str | Path, keys: tuple[str, ...] | None = None) -> tuple[dict[str, np.ndarray], dict]:
-    """Load datasets (all, or ``keys``) and attributes of a feature file into memory.
+    """Load datasets (all, or ``keys``) and attributes of a feature file into memory.  Float16 features
+    (``features.feature_dtype``) are returned as float32, so every reader sees the float32 contract.
 
     A missing, truncated or corrupt file raises :class:`FeatureFileError` naming it."""
     out: dict[str, np.ndarray] = {}
@@ -149,8 +169,12 @@ def read_features(path: str | Path, keys: tuple[str, ...] | None = None) -> tupl
 
         def visit(name, obj):
             if isinstance(obj, h5py.Dataset) and (keys is None or name in keys):
+                if obj.dtype == np.float16:
+                    out[name] = obj.astype(np.float32)[()]  # converted by HDF5 while reading: no float16 copy
+                    return
                 data = obj[()]
                 out[name] = data.astype(str) if obj.dtype.kind == "O" else data
+
         fh.visititems(visit)
     return out, attrs
 

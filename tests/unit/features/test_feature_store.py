@@ -26,10 +26,10 @@ def _batch(rng, n, with_mcd=True):
     return rows
 
 
-def _write(path, batches, n=None, **attrs):
+def _write(path, batches, n=None, feature_dtype="float32", **attrs):
     n = sum(len(b["labels"]) for b in batches) if n is None else n
     with FeatureWriter(path, n, n_outputs=4, feature_dim=4, mcd_samples=2, has_confidence=True,
-                       attrs=_attrs(**attrs)) as writer:
+                       attrs=_attrs(**attrs), feature_dtype=feature_dtype) as writer:
         for b in batches:
             writer.write_batch(b)
         writer.write_head(np.ones((4, 4)), np.zeros(4))
@@ -51,7 +51,34 @@ def test_round_trip_and_contract(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["f.h5"]
 
 
+def test_float16_features_are_stored_half_size_and_read_as_float32(tmp_path):
+    rng = np.random.default_rng(0)
+    batches = [_batch(rng, 5), _batch(rng, 3)]
+    path = tmp_path / "f.h5"
+    _write(path, batches, feature_dtype="float16")
+    validate_feature_file(path)
+    with h5py.File(path) as fh:  # the features in float16; the logits and confidences stay float32
+        assert fh["features"].dtype == np.float16 and fh["mcd/features_mean"].dtype == np.float16
+        assert fh["logits"].dtype == np.float32 and fh["mcd/confidence"].dtype == np.float32
+    data, _ = read_features(path)
+    for key in ("features", "mcd/features_mean"):
+        expected = np.concatenate([b[key] for b in batches])
+        assert data[key].dtype == np.float32
+        # the float16 rounding of each value: a relative error of at most 2^-11
+        np.testing.assert_array_equal(data[key], expected.astype(np.float16).astype(np.float32))
+        np.testing.assert_allclose(data[key], expected, rtol=2.0 ** -11, atol=0)
+    np.testing.assert_array_equal(data["logits"], np.concatenate([b["logits"] for b in batches]))
+    big = _batch(rng, 2)
+    big["features"][1, 2] = 70000.0
+    with pytest.raises(ValueError, match=r"features rows 0-1 exceed float16's range .* largest 70000"):
+        _write(tmp_path / "g.h5", [big], feature_dtype="float16")
+    assert not (tmp_path / "g.h5").exists()
+    with pytest.raises(ValueError, match="feature dtype 'float64'"):
+        _write(tmp_path / "h.h5", [big], feature_dtype="float64")
+
+
 def test_exception_leaves_no_file(tmp_path):
+
     path = tmp_path / "f.h5"
     with pytest.raises(RuntimeError):
         with FeatureWriter(path, 4, 4, 4, 2, True, _attrs()) as writer:

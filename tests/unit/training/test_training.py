@@ -4,6 +4,7 @@ import subprocess
 import sys
 import time
 
+import h5py
 import numpy as np
 import pandas as pd
 import pytest
@@ -121,6 +122,17 @@ def test_feature_extraction_contract_and_bit_identical_rerun(blobs, tmp_path):
     np.testing.assert_array_equal(a["pred"], a["logits"][:, :4].argmax(1))
     np.testing.assert_allclose(a["confidence"], 1 - _softmax(a["logits"])[:, -1], rtol=1e-5)
     assert not np.array_equal(a["mcd/logits"][:, 0], a["mcd/logits"][:, 1])  # dropout active in MC passes
+    # features.feature_dtype float16: the same extraction, its features rounded to float16, the logits unchanged
+    half = tmp_path / "half.h5"
+    extract(spec, EvalSet("train", "id", "train"), tmp_path / "checkpoint.pt", half, batch_size=50,
+            compression="gzip", feature_dtype="float16")
+    with h5py.File(half) as fh:
+        assert fh["features"].dtype == np.float16 and fh["mcd/features_mean"].dtype == np.float16
+    c, _ = read_features(half)
+    for key in ("features", "mcd/features_mean"):
+        np.testing.assert_array_equal(c[key], a[key].astype(np.float16).astype(np.float32), err_msg=key)
+    np.testing.assert_array_equal(c["logits"], a["logits"])
+
 
 
 def test_semantic_shift_set_has_no_labels(blobs, tmp_path):
