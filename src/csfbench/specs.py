@@ -17,6 +17,10 @@ SPLITS = ("train", "val", "test")
 
 #: the group keys of an evaluation set (:attr:`EvalSet.groups`), columns of its metric rows
 GROUP_KEYS = ("corruption", "severity", "rendition")
+#: the training paradigms whose network has a confidence output of its own (the ``Confidence`` CSF): ConfidNet's and
+#: DeVries' confidence heads, Deep Gamblers' abstention output; the others (ce, logitnorm, oe, and the classifiers
+#: evaluated without training) have only their logits
+CONFIDENCE_PARADIGMS = ("confidnet", "devries", "dg")
 
 
 class _Json:
@@ -66,7 +70,8 @@ class ModelSpec(_Json):
 
     ``source`` is the in-distribution training set (a key of the config's ``sources``); ``seed`` is
     derived from the config's seed, the source and the model id; ``mcd_samples`` is 0 for models
-    without dropout.
+    without dropout.  ``outliers`` is the auxiliary outlier set of paradigm ``oe`` (Outlier Exposure), None for
+    the other paradigms.
     """
 
     source: str
@@ -90,11 +95,12 @@ class ModelSpec(_Json):
     library: str | None = None
     weights: dict | None = field(default=None, hash=False)
     geometry: dict | None = field(default=None, hash=False)
+    outliers: DatasetSpec | None = None
 
-    _nested: ClassVar[dict[str, type]] = {"dataset": DatasetSpec}
+    _nested: ClassVar[dict[str, type]] = {"dataset": DatasetSpec, "outliers": DatasetSpec}
     #: fields left out of the JSON while None (a spec of the built-in backbones with the default stretch geometry
     #: keeps the JSON it had before these fields existed, so existing results are not rerun)
-    _omitted_if_none: ClassVar[tuple[str, ...]] = ("library", "weights", "geometry")
+    _omitted_if_none: ClassVar[tuple[str, ...]] = ("library", "weights", "geometry", "outliers")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -107,11 +113,12 @@ class ModelSpec(_Json):
 
     @property
     def csf_backbone(self) -> str:
-        """The backbone the CSF registry sees (:func:`csfbench.csf.registry.variants_for`): ``vit`` — no paradigm
-        confidence head, so no ``Confidence`` CSF — for the ViT, for a VGG-13 trained with plain cross-entropy
-        (paradigm ``ce``) and for every timm/torchvision classifier evaluated without training (paradigms
-        ``pretrained``/``random``), else the backbone."""
-        return "vit" if self.library is not None or self.paradigm == "ce" else self.backbone
+        """The backbone the CSF registry sees (:func:`csfbench.csf.registry.variants_for`): the backbone for a
+        paradigm with a confidence output (:data:`CONFIDENCE_PARADIGMS`), else ``vit`` — no paradigm confidence
+        head, so no ``Confidence`` CSF: the ViT, a VGG-13 trained with plain cross-entropy, LogitNorm or Outlier
+        Exposure (paradigms ``ce``, ``logitnorm``, ``oe``) and every timm/torchvision classifier evaluated without
+        training (paradigms ``pretrained``/``random``)."""
+        return self.backbone if self.paradigm in CONFIDENCE_PARADIGMS else "vit"
 
     @property
     def loader_geometry(self) -> dict[str, Any]:

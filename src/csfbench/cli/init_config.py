@@ -183,7 +183,10 @@ def build_config(scan_: Scan, results: str | None = None, config_path: str | Non
     lines += [""]
 
     lines += _comment("the model grid: every paradigm x dropout x run is one model. Other paradigms: confidnet "
-                      "(training.vgg13.confidnet), dg (training.vgg13.dg and sources.*.dg_rewards); dropout [0, 1] "
+                      "(training.vgg13.confidnet), dg (training.vgg13.dg and sources.*.dg_rewards), ce, logitnorm "
+                      "(training.vgg13.logitnorm) and oe (training.vgg13.oe, with an outlier dataset of the catalogue "
+                      "that no source evaluates); dropout [0, 1] "
+
                       "adds MC-dropout models (then set mcd_samples, the MC-dropout passes, e.g. 50; default 0); "
                       "more runs = more seeds")
     lines += ["backbones:", "  vgg13:", "    paradigms: [devries]", "    dropout: [0]", "    runs: [1]",

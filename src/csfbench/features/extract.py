@@ -17,7 +17,7 @@ from csfbench.heads import class_outputs
 from csfbench.models.network import Classifier
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.training.loop import autocast
-from csfbench.specs import ModelSpec
+from csfbench.specs import CONFIDENCE_PARADIGMS, ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_p
     n_passes = int(spec.mcd_samples)
     n_classes = int(spec.n_classes)
     n_outputs = model.head.out_features
-    has_conf = model.paradigm != "ce"
+    has_conf = model.paradigm in CONFIDENCE_PARADIGMS
     torch.manual_seed(derive_seed(spec.seed, "extract", dataset))
     loader = make_loader(images, spec.image_size, batch_size, num_workers=num_workers, **spec.loader_geometry)
     attrs = feature_attrs(spec, dataset, split, shift_type, model.feature_dim)

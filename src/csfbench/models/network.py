@@ -47,7 +47,7 @@ class Classifier(nn.Module):
       the copy is synchronised with the trained encoder when the ConfidNet stage starts.
     * ``devries``: a linear confidence branch on the features, sigmoid.
     * ``dg``: ``n_classes + 1`` outputs; confidence = 1 − softmax(z)[C] (abstention mass).
-    * ``ce``: no confidence head.
+    * ``ce``, ``logitnorm``, ``oe``: no confidence head (the logits only).
     """
 
     def __init__(self, encoder: nn.Module, head: nn.Linear, paradigm: str, n_classes: int,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from csfbench.atomic import atomic_path
-from csfbench.data.sources import check_n_classes, check_val_size, source_split
+from csfbench.data.sources import check_n_classes, check_val_size, shift_set, source_split
 from csfbench.models import build_model
 from csfbench.specs import ModelSpec
 from csfbench.training.loop import atomic_torch_save, autocast_dtype, resolve_device, train_model
@@ -22,7 +22,9 @@ UNTRAINED = ("pretrained", "random")
 
 def train(spec: ModelSpec, checkpoint: str | Path, history: str | Path, num_workers: int = 0) -> None:
     """Train one model (all paradigm stages) with resume support next to the checkpoint; a model of an
-    :data:`UNTRAINED` paradigm is only built (:func:`materialise`)."""
+    :data:`UNTRAINED` paradigm is only built (:func:`materialise`).  A spec with ``outliers`` (paradigm ``oe``) also
+    reads its auxiliary outlier set: the catalogue dataset's ``split``, through the same reader as an evaluation set,
+    labels dropped."""
     if spec.paradigm in UNTRAINED:
         materialise(spec, checkpoint, history)
         return
@@ -31,13 +33,15 @@ def train(spec: ModelSpec, checkpoint: str | Path, history: str | Path, num_work
     check_val_size(spec.val_size, len(source_split(spec.dataset, 0, "test")), f"sources/{spec.source}/val_size",
                    spec.dataset.name, "test")
     val_set = source_split(spec.dataset, spec.val_size, "val")
+    outlier_set = shift_set(spec.outliers, "semantic") if spec.outliers is not None else None
     checkpoint = Path(checkpoint)
     checkpoint.parent.mkdir(parents=True, exist_ok=True)
     device = resolve_device()
-    log.info("training %s/%s on %s (autocast %s): %d train, %d val images", spec.source, spec.model, device,
-             autocast_dtype(device), len(train_set), len(val_set))
+    log.info("training %s/%s on %s (autocast %s): %d train, %d val images%s", spec.source, spec.model, device,
+             autocast_dtype(device), len(train_set), len(val_set),
+             "" if outlier_set is None else f", {len(outlier_set)} outlier images of '{spec.outliers.name}'")
     train_model(spec, train_set, val_set, checkpoint, Path(history), checkpoint.with_name("resume.pt"),
-                device=device, num_workers=num_workers)
+                device=device, num_workers=num_workers, outlier_set=outlier_set)
 
 
 def materialise(spec: ModelSpec, checkpoint: str | Path, history: str | Path) -> None:

@@ -6,14 +6,21 @@ from the last completed epoch and, on CPU, ends with the same weights as an unin
 (shuffling, augmentation and dropout are seeded per epoch).  A resume file written for a different
 model spec is ignored.  At the end the weights alone go to ``checkpoint_path`` (loadable with
 ``torch.load(weights_only=True)``) and the per-epoch history to ``history_path`` (CSV).
+
+An epoch is one pass over the training split.  A stage that draws outliers (Outlier Exposure,
+:attr:`~csfbench.training.stages.Stage.outlier_batch_size`) takes one outlier batch with every training batch
+from :func:`outlier_batches`, which cycles the outlier set (reshuffled each pass) for as long as the epoch lasts
+and restarts from the epoch's seed at each epoch, so a resumed run draws the same outliers.
 """
 from __future__ import annotations
 
 import contextlib
 import csv
+import itertools
 import logging
 import time
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from torch import nn
@@ -83,6 +90,21 @@ def _evaluate(model: Classifier, stage: Stage, loader, spec: ModelSpec, device: 
     return {"val_loss": total_loss / count, "val_acc": correct / count}
 
 
+def outlier_batches(images: ImageSet, spec: ModelSpec, batch_size: int, seed: int,
+                    num_workers: int = 0) -> Iterator[torch.Tensor]:
+    """Endless uint8 batches (B×3×S×S, S = ``spec.image_size``, at the model's geometry) of the outlier set
+    ``images``, labels dropped: pass k over the set is shuffled by ``derive_seed(seed, "outliers", k)``, and the last
+    batch of a pass holds the remainder (fewer than ``batch_size`` images when the set size is no multiple of it).
+    An empty set raises ``ValueError`` naming it."""
+    if len(images) == 0:
+        raise ValueError(f"outlier set '{images.name}' has no images")
+    for k in itertools.count():
+        loader = make_loader(images, spec.image_size, batch_size, shuffle=True, seed=derive_seed(seed, "outliers", k),
+                             num_workers=num_workers, **spec.loader_geometry)
+        for batch, _, _ in loader:
+            yield batch
+
+
 def _write_history(rows: list[dict], path: Path) -> None:
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -102,8 +124,11 @@ def _load_resume(path: Path, expected_hash: str) -> dict | None:
 
 def train_model(spec: ModelSpec, train_set: ImageSet, val_set: ImageSet, checkpoint_path: Path,
                 history_path: Path, resume_path: Path, device: torch.device | None = None,
-                num_workers: int = 0) -> Classifier:
-    """Train the model of ``spec`` through all stages of its paradigm; see the module docstring."""
+                num_workers: int = 0, outlier_set: ImageSet | None = None) -> Classifier:
+    """Train the model of ``spec`` through all stages of its paradigm; see the module docstring.
+
+    ``outlier_set``: the auxiliary outlier images of a stage that draws outliers (paradigm ``oe``; required by it),
+    augmented with the training batch they are drawn with."""
     device = device or resolve_device()
     checkpoint_path, history_path, resume_path = Path(checkpoint_path), Path(history_path), Path(resume_path)
     torch.manual_seed(spec.seed)
@@ -128,6 +153,8 @@ def train_model(spec: ModelSpec, train_set: ImageSet, val_set: ImageSet, checkpo
     for si, stage in enumerate(stages):
         if si < first_stage:
             continue
+        if stage.outlier_batch_size and outlier_set is None:
+            raise ValueError(f"stage '{stage.name}' of {spec.model} draws outlier batches: give the outlier_set")
         params = _set_stage_mode(model, stage)
         optimizer = stage.optimizer(params)
         total_steps = stage.max_steps or stage.epochs * steps_per_epoch
@@ -151,10 +178,14 @@ def train_model(spec: ModelSpec, train_set: ImageSet, val_set: ImageSet, checkpo
             generator = torch.Generator().manual_seed(epoch_seed)
             loader = make_loader(train_set, spec.image_size, batch_size, shuffle=True, seed=epoch_seed,
                                  num_workers=num_workers, **spec.loader_geometry)
+            outliers = outlier_batches(outlier_set, spec, stage.outlier_batch_size, epoch_seed, num_workers) \
+                if stage.outlier_batch_size else None
             run_loss, run_correct, run_count = 0.0, 0, 0
             for images, labels, _ in loader:
                 if scheduler.last_epoch >= total_steps:
                     break
+                if outliers is not None:  # the labelled images first, then the outliers (Stage.loss)
+                    images = torch.cat([images, next(outliers)])
                 x = augment(normalize(images.to(device, non_blocking=True), **spec.normalize), generator, **aug)
                 y = labels.to(device, non_blocking=True)
                 with autocast(device):

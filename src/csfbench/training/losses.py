@@ -1,8 +1,11 @@
-"""Training losses of the paradigms (Claros-Olivares & Brockmeier, App. A.2) and the (class-weighted)
-cross-entropy of the ICONIC-444 recipes (Krumpl, Avenhaus & Possegger, "ICONIC-444: ...", arXiv 2601.10802, 2026).
+"""Training losses of the paradigms (Claros-Olivares & Brockmeier, App. A.2), the (class-weighted)
+cross-entropy of the ICONIC-444 recipes (Krumpl, Avenhaus & Possegger, "ICONIC-444: ...", arXiv 2601.10802, 2026),
+LogitNorm (Wei, Xie, Cheng, Feng, An & Li, "Mitigating Neural Network Overconfidence with Logit Normalization",
+ICML 2022, arXiv 2205.09310) and Outlier Exposure (Hendrycks, Mazeika & Dietterich, "Deep Anomaly Detection with
+Outlier Exposure", ICLR 2019, arXiv 1812.04606).
 
 All return a scalar mean over the batch (the class-weighted cross-entropy: the weighted mean, see
-:func:`cross_entropy`).
+:func:`cross_entropy`), in nats.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import torch
 import torch.nn.functional as F
 
 _EPS = 1e-12
+#: the ε of LogitNorm's norm, ‖z‖₂ + ε (Wei et al.'s code, ``LogitNormLoss``: ``torch.norm(x, p=2, dim=-1) + 1e-7``)
+LOGIT_NORM_EPS = 1e-7
 
 
 def inverse_frequency_weights(labels, n_classes: int) -> torch.Tensor:
@@ -92,3 +97,49 @@ def confidnet_loss(confidence_logit: torch.Tensor, logits: torch.Tensor, target:
     with torch.no_grad():
         tcp = torch.softmax(logits.float(), dim=-1).gather(1, target.view(-1, 1)).squeeze(1)
     return F.mse_loss(torch.sigmoid(confidence_logit.float()), tcp)
+
+
+def logit_norm_loss(logits: torch.Tensor, target: torch.Tensor, tau: float,
+                    eps: float = LOGIT_NORM_EPS) -> torch.Tensor:
+    """LogitNorm (Wei et al., ICML 2022, arXiv 2205.09310, §3, Eq. 5–6): the cross-entropy of the normalised logits
+    ẑ = z / (τ·(‖z‖₂ + ε)), mean over the batch (computed in float32).
+
+    ``logits`` N×C, ``target`` N class indices; ``tau`` > 0 is the temperature of the unit-norm logit vector
+    (dimensionless; ‖ẑ‖₂ ≈ 1/τ, so smaller τ allows a sharper softmax: softmax(ẑ)_y is at most
+    1 / (1 + (C−1)·exp(−√(C/(C−1))/τ)) for C classes); ``eps`` keeps a zero logit vector finite (the authors'
+    code adds it to the norm).  Only the training loss changes: the network's raw logits z are what it is
+    evaluated on.
+    """
+    if tau <= 0:
+        raise ValueError(f"LogitNorm temperature tau must be > 0, got {tau}")
+    z = logits.float()
+    normed = z / ((torch.linalg.vector_norm(z, ord=2, dim=-1, keepdim=True) + eps) * tau)
+    return F.cross_entropy(normed, target)
+
+
+def uniform_cross_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """The cross-entropy from the uniform distribution over the C classes to softmax(z), mean over the rows of
+    ``logits`` (N×C, float32): mean_i −(1/C)·Σ_c log softmax(z_i)_c = mean_i (logsumexp(z_i) − mean_c z_ic), in
+    nats.  It is ≥ log C, with equality exactly when a row's logits are all equal (a uniform softmax).  An empty
+    batch (N = 0) gives 0.
+    """
+    z = logits.float()
+    per_row = torch.logsumexp(z, dim=-1) - z.mean(dim=-1)
+    return per_row.sum() / max(per_row.numel(), 1)
+
+
+def outlier_exposure_loss(logits: torch.Tensor, target: torch.Tensor, outlier_logits: torch.Tensor,
+                          lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Outlier Exposure (Hendrycks, Mazeika & Dietterich, ICLR 2019, arXiv 1812.04606, §3 and §4.2) for
+    classification; returns (total loss, outlier term).
+
+    total = CE(``logits``, ``target``) + λ·:func:`uniform_cross_entropy`(``outlier_logits``): the mean
+    cross-entropy of the N in-distribution images plus λ times the mean cross-entropy to the uniform distribution
+    of the M outlier images (``outlier_logits`` M×C; the authors' code: ``0.5 * -(x.mean(1) - logsumexp(x, 1)).mean()``
+    with λ = 0.5).  ``lam`` ≥ 0.  The outlier term of M = 0 images is 0 (the validation loss is then the ID
+    cross-entropy).
+    """
+    if lam < 0:
+        raise ValueError(f"Outlier Exposure weight lambda must be >= 0, got {lam}")
+    outlier = uniform_cross_entropy(outlier_logits)
+    return F.cross_entropy(logits.float(), target) + lam * outlier, outlier

@@ -8,6 +8,14 @@ trains, with what, how long.
 * ``confidnet``: (1) backbone cross-entropy; (2) ConfidNet head on a frozen copy of the encoder,
   Adam, MSE to the true-class probability; (3) fine-tuning of the encoder copy with Adam at a tiny
   learning rate, dropout disabled.  The classifier itself is never modified after stage 1.
+* ``logitnorm``: one stage, the cross-entropy of the logits divided by τ·‖z‖₂ (Wei, Xie, Cheng, Feng, An & Li,
+  "Mitigating Neural Network Overconfidence with Logit Normalization", ICML 2022, arXiv 2205.09310, §3), SGD.
+* ``oe``: one stage, Outlier Exposure (Hendrycks, Mazeika & Dietterich, "Deep Anomaly Detection with Outlier
+  Exposure", ICLR 2019, arXiv 1812.04606, §3, §4.2): each step draws ``outlier_batch_size`` images of the auxiliary
+  outlier set with the ID batch (:attr:`Stage.outlier_batch_size`); loss = cross-entropy of the ID batch + λ·the
+  cross-entropy to the uniform distribution of the outliers, SGD.
+
+Neither ``logitnorm`` nor ``oe`` adds a confidence head: the model is evaluated on its raw logits.
 """
 from __future__ import annotations
 
@@ -21,7 +29,8 @@ from torch import nn
 from csfbench.heads import class_outputs
 from csfbench.models.network import Classifier
 from csfbench.training.losses import (confidnet_loss, cross_entropy, deep_gamblers_loss, devries_loss,
-                                      inverse_frequency_weights, update_devries_lambda)
+                                      inverse_frequency_weights, logit_norm_loss, outlier_exposure_loss,
+                                      update_devries_lambda)
 from csfbench.specs import ModelSpec
 
 LossFn = Callable[[Classifier, torch.Tensor, torch.Tensor, int, dict], tuple[torch.Tensor, torch.Tensor]]
@@ -32,7 +41,10 @@ class Stage:
     """One optimisation stage.
 
     ``loss(model, x, y, epoch, state) -> (loss, logits_for_accuracy)``; ``state`` holds values the
-    stage adapts during training (DeVries' λ) and is saved in the resume file.
+    stage adapts during training (DeVries' λ) and is saved in the resume file.  ``outlier_batch_size`` > 0: each
+    training step draws that many images of the auxiliary outlier set (:func:`csfbench.training.loop.train_model`'s
+    ``outlier_set``) and hands them to ``loss`` after the batch, so ``x`` holds the ``len(y)`` labelled images
+    first, then the outliers (none at validation); ``logits_for_accuracy`` are those of the labelled images.
     """
 
     name: str
@@ -45,6 +57,7 @@ class Stage:
     warmup_steps: int = 0
     on_start: Callable[[Classifier], None] = lambda model: None
     state: dict = field(default_factory=dict)
+    outlier_batch_size: int = 0
 
 
 def _sgd(optim: dict, lr: float | None = None, nesterov: bool | None = None):
@@ -146,7 +159,27 @@ def build_stages(spec: ModelSpec, steps_per_epoch: int, train_labels=None) -> li
                                 lambda m: list(m.conf_encoder.parameters()) + list(m.conf_head.parameters()),
                                 lambda m: [m.conf_head], _adam(float(params["finetune_lr"])), tcp_loss))
         return stages
-    raise ValueError(f"unknown paradigm '{paradigm}' (known: ce, dg, devries, confidnet)")
+    if paradigm == "logitnorm":
+        tau = float(params["tau"])
+
+        def ln_loss(model, x, y, epoch, state):
+            logits = class_outputs(model.head(model.encoder(x)), model.n_classes)
+            return logit_norm_loss(logits, y, tau), logits
+
+        return [Stage("logitnorm", int(params["epochs"]), _classifier_params, _classifier_modules, _sgd(optim),
+                      ln_loss)]
+    if paradigm == "oe":
+        lam = float(params["lambda"])
+
+        def oe_loss(model, x, y, epoch, state):
+            # one forward pass of the ID images and the outliers after them, as the authors' code (BatchNorm sees both)
+            logits = class_outputs(model.head(model.encoder(x)), model.n_classes)
+            total, _ = outlier_exposure_loss(logits[:len(y)], y, logits[len(y):], lam)
+            return total, logits[:len(y)]
+
+        return [Stage("oe", int(params["epochs"]), _classifier_params, _classifier_modules, _sgd(optim), oe_loss,
+                      outlier_batch_size=int(params["outlier_batch_size"]))]
+    raise ValueError(f"unknown paradigm '{paradigm}' (known: ce, dg, devries, confidnet, logitnorm, oe)")
 
 
 def warmup_cosine(total_steps: int, warmup_steps: int) -> Callable[[int], float]:

@@ -191,7 +191,8 @@ class Grid:
 
     @functools.cache
     def model_spec(self, source: str, model: ModelId | str) -> ModelSpec:
-        """Everything needed to build, train and evaluate one model."""
+        """Everything needed to build, train and evaluate one model.  A paradigm's ``outlier_dataset`` (Outlier
+        Exposure) names a catalogue dataset: it becomes the spec's ``outliers``, out of ``paradigm_params``."""
         config = self.config
         mid = ModelId.parse(model) if isinstance(model, str) else model
         src = config["sources"][source]
@@ -203,6 +204,7 @@ class Grid:
         common = deep_merge(training["common"], overrides.get("common", {}))
         paradigm = deep_merge(training[mid.paradigm], overrides.get(mid.paradigm, {}))
         optim = deep_merge(common, {k: v for k, v in paradigm.items() if k in common})
+        outliers = paradigm.pop("outlier_dataset", None)
         lr = optim["lr"]
         optim["lr"] = float(lr[f"do{mid.dropout}"] if isinstance(lr, dict) else lr)
         return ModelSpec(
@@ -214,7 +216,8 @@ class Grid:
             paradigm_params={k: v for k, v in paradigm.items() if k not in common},
             dataset=self.dataset_spec(src["dataset"]), val_size=int(src["val_size"]),
             pretrained=dict(bcfg["pretrained"]) if mid.backbone == "vit" else None,
-            geometry=_geometry(src["image_geometry"]))
+            geometry=_geometry(src["image_geometry"]),
+            outliers=None if outliers is None else self.dataset_spec(outliers))
 
     def _library_model_spec(self, source: str, mid: ModelId) -> ModelSpec:
         """A timm/torchvision classifier evaluated without training (paradigm ``pretrained``: the weights file;
@@ -325,9 +328,18 @@ class Grid:
                 splits |= {"train", "test"}
             if name in src["ood"] or name == self.ood_validation_set(source):
                 splits.add(self.config["datasets"][name]["split"])
+            if name in self.outlier_datasets(source):
+                splits.add(self.config["datasets"][name]["split"])
         if self.enabled("pretrain") and self.config["pretrain"]["dataset"] == name:
             splits.add("train")
         return sorted(splits)
+
+    @functools.cache
+    def outlier_datasets(self, source: str) -> tuple[str, ...]:
+        """The catalogue datasets that models of ``source`` train on as auxiliary outliers (paradigm ``oe``; the
+        ``outliers`` of their specs), sorted."""
+        return tuple(sorted({spec.outliers.name for mid in self.model_ids(source)
+                             if (spec := self.model_spec(source, mid)).outliers is not None}))
 
     # -----------------------------------------------------------------------------------------
     # shift study: generated corruption and adversarial sets, ProjNorm

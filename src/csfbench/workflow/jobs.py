@@ -63,8 +63,12 @@ class Jobs(Grid):
         return {"weights": file} if file and produced and same_file(file, produced) else {}
 
     def train_inputs(self, source: str, model: str) -> dict:
+        """The index of the source's dataset, for an Outlier Exposure model also that of its outlier set
+        (``outliers``), and the weights files the model starts from."""
         spec = self.model_spec(source, model)
         inputs = {"index": paths.dataset_index(spec.dataset.name)}
+        if spec.outliers is not None:
+            inputs["outliers"] = paths.dataset_index(spec.outliers.name)
         if spec.backbone == "vit" and self.enabled("pretrain"):
             inputs["pretrained"] = spec.pretrained["file"]
         return {**inputs, **self._workflow_weights(spec.weights and spec.weights["file"])}

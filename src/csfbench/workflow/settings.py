@@ -4,7 +4,8 @@ The schema is the one place that holds a setting's default: every optional key t
 ``default:``, and :func:`validate_config` writes it into the config, so the rest of the code reads
 ``config[section][key]`` and never supplies a fallback of its own.  Cross-references the schema cannot
 express (a source's dataset must be in the catalogue and have a labelled train split, a CSF name must exist, a
-drawn CSF must be scored, an analysis pair must name sets that a source evaluates in those roles, a ViT's timm
+drawn CSF must be scored, an analysis pair must name sets that a source evaluates in those roles, an Outlier
+Exposure model's outlier set must be a catalogue dataset that its source does not evaluate, a ViT's timm
 architecture must build, GRAM and RankFeat need library backbones with block maps, a calibration set must fit its
 split, a resource key must be a rule) are checked here too, with errors that name the key path, what was expected
 and what was found.
@@ -311,6 +312,7 @@ def _check_references(config: dict, origin: str) -> None:
     _check_written_paths(config, origin)
     _check_csf_names(config["csf"], origin)
     _check_ood_validation(config, origin)
+    _check_outlier_sets(config, origin)
 
 
 def _serving(config: dict, source: str) -> list[str]:
@@ -400,6 +402,31 @@ def _check_ood_validation(config: dict, origin: str) -> None:
                 raise ConfigError(f"csf/tuning/ood_validation/{source}", "the OOD validation set of source "
                                   f"{source!r} (a dataset of {sorted(datasets)}): the grid protocol tunes on it", None,
                                   origin)
+
+
+def _check_outlier_sets(config: dict, origin: str) -> None:
+    """The auxiliary outlier set of a source's Outlier Exposure models (``training/<backbone>/oe/outlier_dataset``, or
+    the source's ``training`` override of it) must be a catalogue dataset that the source does not evaluate: neither
+    its own dataset nor one of its ``ood`` sets (a model trained to give those images a uniform softmax would be scored
+    on them).  The error names the outlier set and the source."""
+    datasets = config["datasets"]
+    for source, src in config["sources"].items():
+        for backbone in _serving(config, source):
+            if "oe" not in config["backbones"][backbone]["paradigms"]:
+                continue
+            override = src["training"].get(backbone, {}).get("oe", {})
+            key = f"sources/{source}/training/{backbone}/oe/outlier_dataset" if "outlier_dataset" in override \
+                else f"training/{backbone}/oe/outlier_dataset"
+            name = override.get("outlier_dataset", config["training"][backbone]["oe"]["outlier_dataset"])
+            if name not in datasets or name in SPLITS:
+                raise ConfigError(key, f"a dataset of {sorted(datasets)}{_closest(name, datasets)}", name, origin)
+            if name == src["dataset"] or name in src["ood"]:
+                role = "its own dataset" if name == src["dataset"] else \
+                    f"its evaluation set sources/{source}/ood/{name}"
+                raise ConfigError(key, f"an outlier set that source {source!r} does not evaluate (training on an "
+                                  f"evaluation set leaks it into the results): neither its dataset {src['dataset']!r} "
+                                  f"nor one of its ood sets {sorted(src['ood'])}",
+                                  f"outlier set {name!r}: {role} (source {source!r})", origin)
 
 
 def _check_network_architectures(config: dict, origin: str) -> None:
