@@ -12,7 +12,6 @@ rule extract_features:
         batch_size=G.setting("features/batch_size"),
         compression=G.setting("features/compression"),
         feature_dtype=G.setting("features/feature_dtype"),
-
         num_workers=res("extract_features", "num_workers"),
     log:
         paths.log("features", "{source}/{model}/{dataset}"),

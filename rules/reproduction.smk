@@ -15,7 +15,6 @@ rule reproduction_certificate:
     params:
         ranking=G.setting("ranking"),
         nc_sources=list(G.nc_table_files()),
-
     log:
         paths.log("reproduction", "certificate"),
     benchmark:

@@ -76,7 +76,6 @@ def test_the_run_writes_its_reproduction_certificate(run):
     # the rule passes the run's NC tables: the micro run has its own source's, not Table 7's sources'
     nc = rest[rest["target"].str.startswith("cb-t7")]
     assert len(nc) == 144 and nc["verdict"].str.startswith("not run: needs the neural-collapse table of source").all()
-
     assert (run / "tables/reproduction.html").stat().st_size > 1000
 
 

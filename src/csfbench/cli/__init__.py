@@ -153,7 +153,6 @@ def _reproduce(args: argparse.Namespace) -> int:
         nc_tables = {source: folder / os.path.relpath(paths.nc_table(source, "csv"), paths.RESULTS)
                      for source in sources}
         results = read_run(table, ranking, {source: path for source, path in nc_tables.items() if path.is_file()})
-
     certificate = certify(results)
     columns = ["target", "published", "obtained", "difference", "tolerance", "verdict"]
     with pd.option_context("display.width", 200, "display.max_colwidth", 90, "display.max_rows", None):

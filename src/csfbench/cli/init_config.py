@@ -186,7 +186,6 @@ def build_config(scan_: Scan, results: str | None = None, config_path: str | Non
                       "(training.vgg13.confidnet), dg (training.vgg13.dg and sources.*.dg_rewards), ce, logitnorm "
                       "(training.vgg13.logitnorm) and oe (training.vgg13.oe, with an outlier dataset of the catalogue "
                       "that no source evaluates); dropout [0, 1] "
-
                       "adds MC-dropout models (then set mcd_samples, the MC-dropout passes, e.g. 50; default 0); "
                       "more runs = more seeds")
     lines += ["backbones:", "  vgg13:", "    paradigms: [devries]", "    dropout: [0]", "    runs: [1]",

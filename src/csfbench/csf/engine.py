@@ -33,7 +33,6 @@ from csfbench.csf import logit_scores as ls
 from csfbench.csf.fit_settings import TuningSettings, resolved_budgets  # noqa: F401 (resolved_budgets: re-exported)
 from csfbench.csf.inputs import SplitData
 from csfbench.csf.neighbours import shared_search
-
 from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, project, projection_states,
                                      rec_confidence)
 from csfbench.csf.registry import (BY_NAME, EXPECTED, PROJECTION_SPACE, Csf, ModelContext, bounds, flavour_name,
@@ -234,7 +233,8 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
     if protocol == "grid":
         grid = {k: v for k, v in grid_points(csf, ctx, tuning.grids.get(csf.name)).items() if k not in fixed}
         held = {k: fixed[k] for k in space if k in fixed}
-        reach = _reach(csf, {k: max(v) for k, v in grid.items()} | held)
+        reach = _reach(csf, {k: max(v) for k, v in grid.items()} | held,
+                       varied=[k for k, v in grid.items() if len(set(v)) > 1])
         with shared_search(reach) if reach else nullcontext():
             params, probed, objectives = grid_search(probe, grid, space, held, label)
     else:  # a parameter pinned by tuning.fixed is a range of one point, which the search holds
@@ -242,16 +242,21 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
         space, clips = clip_counts(space, counts, len(train.split), tuning.max_neighbour_fraction, label)
         pinned = {k: (fixed[k], fixed[k], kind) if k in fixed else (low, high, kind)
                   for k, (low, high, kind) in space.items()}
-        reach = _reach(csf, {k: high for k, (low, high, kind) in pinned.items()})
+        reach = _reach(csf, {k: high for k, (low, high, kind) in pinned.items()},
+                       varied=[k for k, (low, high, kind) in pinned.items() if low != high])
         with shared_search(reach) if reach else nullcontext():
             params, probed, objectives = tuning.search(probe, pinned, csf.name, label)
     state = best["state"] if best.get("params") == params else run(params)[0]
     return FittedCsf(params, state, probed, objectives, protocol=protocol, range_clips=clips)
 
 
-def _reach(csf: Csf, largest: dict) -> int:
+def _reach(csf: Csf, largest: dict, varied: list[str]) -> int:
     """The largest neighbour count a search can probe (``largest``: {param: its largest value}), for
-    :func:`csfbench.csf.neighbours.shared_search`; 0 for a CSF without neighbour counts."""
+    :func:`csfbench.csf.neighbours.shared_search`; 0 (no shared search) for a CSF without neighbour counts, or when
+    the search also varies a parameter of its fit (``varied``: the parameters it probes at several values; NNGuide's
+    α under Bayesian search), which refits the bank at every probe, so that nothing could be reused."""
+    if any(k not in csf.neighbour_counts for k in varied):
+        return 0
     return max((int(largest[k]) for k in csf.neighbour_counts if k in largest), default=0)
 
 

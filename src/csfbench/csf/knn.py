@@ -47,7 +47,6 @@ from csfbench.csf import blocks
 from csfbench.csf.blocks import map_row_blocks, unit_rows
 from csfbench.csf.neighbours import descending, searched
 
-
 KNN_GRID = {"k": (50, 100, 200, 500, 1000)}
 
 #: a bank is searched in chunks of at least this many rows ...

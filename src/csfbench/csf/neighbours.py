@@ -11,10 +11,11 @@ Bayesian search of twenty probes costs one search of the largest count plus a so
 search per probe.  Outside it (scoring with the tuned k) nothing is kept and a search is for k alone.
 
 The pair is recognised by identity (the same bank and query arrays, kept alive by the memo), so the caller
-reuses the fitted state across probes that differ only in their counts (:mod:`csfbench.csf.engine`); a
-count above the kept reach is searched afresh and replaces the kept values.  Memory: the kept values are
-``n_queries × reach`` (float32 for KNN's values, float64 for NNGuide's cumulative sums) per pair, e.g.
-89,000 × 1,000 × 4 B = 356 MB at CIFAR scale.
+reuses the fitted state across probes that differ only in their counts (:mod:`csfbench.csf.engine`, which
+enters the context only when the search varies no parameter of the fit); a count above the kept reach is
+searched afresh and replaces the kept values, and a new bank drops the old bank's.  Memory: the kept values
+are ``n_queries × reach`` (float32 for KNN's values, float64 for NNGuide's cumulative sums) per pair of the
+current bank, e.g. 5,000 validation rows × 1,000 × 4 B = 20 MB for KNN's default search.
 """
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ def searched(bank: np.ndarray, queries: np.ndarray, k: int, n_bank: int,
         return kept[3]
     count = min(max(k, memo["reach"]), n_bank)
     result = search(count, True)
+    # a new bank (another fit) makes the kept searches of the old one useless: only the current bank's are kept
+    memo["kept"] = {key_: kept_ for key_, kept_ in memo["kept"].items() if kept_[0] is bank}
     memo["kept"][key] = (bank, queries, count, result)
     return result
 

@@ -25,7 +25,6 @@ from csfbench.csf.distance_scores import check_labels
 from csfbench.csf.logit_scores import energy
 from csfbench.csf.neighbours import descending, searched
 
-
 #: the authors' ``np.random.seed(12345)`` (github.com/cesar-claros/ood_systematic)
 NNGUIDE_SEED = 12345
 

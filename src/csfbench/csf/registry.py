@@ -112,7 +112,6 @@ class Csf:
     # (:mod:`csfbench.csf.neighbours`)
     neighbour_counts: tuple[str, ...] = ()
 
-
     def reads_for(self, variant: str) -> frozenset:
         """The inputs the CSF reads in ``variant``."""
         return self.reads if variant == "none" else PROJECTED_READS

@@ -54,7 +54,6 @@ FEATURE_DTYPES = {"float32": "f4", "float16": "f2"}
 
 
 def _compression(kind: str) -> dict:
-
     if kind == "gzip":
         return {"compression": "gzip", "compression_opts": 1, "shuffle": True}
     if kind == "lzf":
@@ -130,7 +129,6 @@ class FeatureWriter:
                 raise ValueError(f"{self.path}: {name} {what} exceed float16's range (|x| ≤ 65504, largest "
                                  f"{float(np.nanmax(np.abs(value))):.6g}); store them with features.feature_dtype "
                                  "float32")
-
         try:  # through the datasets held open (csfbench.atomic.flush_hdf5)
             for name, value in arrays.items():
                 self._datasets[name][sl] = value
@@ -174,7 +172,6 @@ def read_features(path: str | Path, keys: tuple[str, ...] | None = None) -> tupl
                     return
                 data = obj[()]
                 out[name] = data.astype(str) if obj.dtype.kind == "O" else data
-
         fh.visititems(visit)
     return out, attrs
 

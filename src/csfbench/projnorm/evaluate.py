@@ -59,7 +59,6 @@ def prediction_mse(predicted, true) -> float:
 
 
 def stress_table(per_set: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-
     """(predicted-vs-true rows per model/attack/ε, MSE rows per model/predictor) of the stress test.
 
     MSE rows (``source, model, predictor, mse, mse_eps_positive``) exist for models with at least one

@@ -4,12 +4,11 @@
 A recipe takes the target's ``inputs`` and the run's results (:class:`RunResults`, or None for a data-free
 check) and returns an :class:`Obtained`: the value (a number, or a sorted list of names for a set) and, where
 the run's rows carry one, its bootstrap interval.  Data-free recipes (``worked_example``, ``decomposition``,
-``regimes_from_distances``, ``conformal_correction``, ``category_average``, ``stress_mse``, ``network_average``) recompute a
-
-published number from the paper's own published inputs, through the same functions the workflow uses; data
-recipes (``best_metric``, ``neural_collapse``, ``run_metric``) read
- the run's results and raise :class:`NotRun` naming what the
-run lacks.  Orientation and units are the published ones (the target's ``quantity`` states them).
+``regimes_from_distances``, ``conformal_correction``, ``category_average``, ``stress_mse``,
+``network_average``) recompute a published number from the paper's own published inputs, through the same
+functions the workflow uses; data recipes (``best_metric``, ``neural_collapse``, ``run_metric``) read the run's
+results and raise :class:`NotRun` naming what the run lacks.  Orientation and units are the published ones (the
+target's ``quantity`` states them).
 """
 from __future__ import annotations
 
@@ -156,7 +155,6 @@ def _neural_collapse(inputs: dict, results: RunResults | None) -> Obtained:
         raise NotRun(f"the neural-collapse table of source {inputs['source']!r} has no column {inputs['metric']!r}")
     rows = table[(table["backbone"] == inputs["backbone"]) & (table["regime"] == inputs["regime"])]
     if rows.empty:
-
         raise NotRun(f"needs neural-collapse rows of backbone {inputs['backbone']!r} on {inputs['source']!r} in "
                      f"regime {inputs['regime']!r}")
     return Obtained(float(rows.groupby("dropout")[inputs["metric"]].mean().mean()))
@@ -206,10 +204,10 @@ def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
 
 def _run_metric(inputs: dict, results: RunResults | None) -> Obtained:
     """A published metric of one detector on one model from the run's result rows: ``metric`` of CSF ``csf``
-    (variant ``variant``, non-MCD) under shift ``scheme`` against the ID test set, for ``source`` and ``backbone``,
-    averaged over the runs of each of ``datasets`` and then over the sets (a group mean, as the papers' near
-    groups), times ``scale`` (100 for %).  The bootstrap interval is the row's where a single row gives the
-    value."""
+    (variant ``variant``, non-MCD) under shift ``scheme`` against the ID test set, for ``source`` and ``backbone``
+    (one model configuration; rows of several are refused, never pooled), averaged over the runs of each of
+    ``datasets`` and then over the sets (a group mean, as the papers' near groups), times ``scale`` (100 for %).
+    The bootstrap interval is the row's where a single row gives the value."""
     if results is None:
         raise NotRun("needs a run's results table")
     table = results.table
@@ -226,8 +224,10 @@ def _run_metric(inputs: dict, results: RunResults | None) -> Obtained:
     which = f"{inputs['metric']} rows of {inputs['csf']} ({inputs['variant']}, {inputs['scheme']})"
     if rows["dataset"].nunique() < len(inputs["datasets"]):
         raise NotRun(f"needs {which} on {inputs['datasets']}")
-    if rows["tuning_protocol"].nunique() > 1:
-        raise NotRun(f"the run's {which} come from several tuning protocols {sorted(rows['tuning_protocol'].unique())}")
+    configurations = rows[["paradigm", "dropout", "reward"]].drop_duplicates()
+    if len(configurations) > 1:  # a published cell is one model's: never an average over configurations
+        raise NotRun(f"the run's {which} of backbone {inputs['backbone']!r} come from {len(configurations)} model "
+                     "configurations (paradigm, dropout, reward); the target reads one model's runs")
     scale = inputs["scale"]
     value = scale * float(rows.groupby("dataset")["value"].mean().mean())
     interval = None

@@ -19,6 +19,5 @@ def extract(spec: ModelSpec, eval_set: EvalSet, checkpoint: str | Path, out_h5: 
     extract_features(model, spec, eval_images(spec, eval_set), out_h5, eval_set.name, eval_set.split,
                      eval_set.shift_type, batch_size, device, compression=compression, num_workers=num_workers,
                      feature_dtype=feature_dtype,
-
                      with_head=(eval_set.name == "train"),
                      prediction_classes=eval_set.label_space if eval_set.logit_mask == "restrict" else None)

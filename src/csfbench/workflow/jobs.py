@@ -237,7 +237,6 @@ class Jobs(Grid):
     def nc_tables(self) -> list[str]:
         return [paths.nc_table(source, ext) for source in self.nc_table_files() for ext in ("csv", "tex")]
 
-
     # -----------------------------------------------------------------------------------------
     # near/mid/far stratification and the covariate embeddings
     # -----------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ The schema is the one place that holds a setting's default: every optional key t
 ``config[section][key]`` and never supplies a fallback of its own.  Cross-references the schema cannot
 express (a source's dataset must be in the catalogue and have a labelled train split, a CSF name must exist, a
 drawn CSF must be scored, an analysis pair must name sets that a source evaluates in those roles, an Outlier
-Exposure model's outlier set must be a catalogue dataset that its source does not evaluate, a ViT's timm
+Exposure model's outlier set must be a catalogue dataset that its source neither evaluates nor tunes on, a ViT's timm
 architecture must build, GRAM and RankFeat need library backbones with block maps, a calibration set must fit its
 split, a resource key must be a rule) are checked here too, with errors that name the key path, what was expected
 and what was found.
@@ -406,9 +406,10 @@ def _check_ood_validation(config: dict, origin: str) -> None:
 
 def _check_outlier_sets(config: dict, origin: str) -> None:
     """The auxiliary outlier set of a source's Outlier Exposure models (``training/<backbone>/oe/outlier_dataset``, or
-    the source's ``training`` override of it) must be a catalogue dataset that the source does not evaluate: neither
-    its own dataset nor one of its ``ood`` sets (a model trained to give those images a uniform softmax would be scored
-    on them).  The error names the outlier set and the source."""
+    the source's ``training`` override of it) must be a catalogue dataset that the source neither evaluates nor tunes
+    on: not its own dataset, one of its ``ood`` sets (a model trained to give those images a uniform softmax would be
+    scored on them) or its ``csf.tuning.ood_validation`` set (the grid protocol would tune on images the model was
+    trained to reject).  The error names the outlier set and the source."""
     datasets = config["datasets"]
     for source, src in config["sources"].items():
         for backbone in _serving(config, source):
@@ -420,12 +421,14 @@ def _check_outlier_sets(config: dict, origin: str) -> None:
             name = override.get("outlier_dataset", config["training"][backbone]["oe"]["outlier_dataset"])
             if name not in datasets or name in SPLITS:
                 raise ConfigError(key, f"a dataset of {sorted(datasets)}{_closest(name, datasets)}", name, origin)
-            if name == src["dataset"] or name in src["ood"]:
-                role = "its own dataset" if name == src["dataset"] else \
-                    f"its evaluation set sources/{source}/ood/{name}"
-                raise ConfigError(key, f"an outlier set that source {source!r} does not evaluate (training on an "
-                                  f"evaluation set leaks it into the results): neither its dataset {src['dataset']!r} "
-                                  f"nor one of its ood sets {sorted(src['ood'])}",
+            tuned_on = config["csf"]["tuning"]["ood_validation"].get(source)
+            if name == src["dataset"] or name in src["ood"] or name == tuned_on:
+                role = ("its own dataset" if name == src["dataset"] else
+                        f"its evaluation set sources/{source}/ood/{name}" if name in src["ood"] else
+                        f"its OOD validation set csf/tuning/ood_validation/{source}")
+                raise ConfigError(key, f"an outlier set that source {source!r} neither evaluates nor tunes on (training "
+                                  f"on such a set leaks it into the results): not its dataset {src['dataset']!r}, one "
+                                  f"of its ood sets {sorted(src['ood'])} or its OOD validation set",
                                   f"outlier set {name!r}: {role} (source {source!r})", origin)
 
 

@@ -94,7 +94,6 @@ def test_paper_numeric_case(method, nc, fd):
     assert round(dec.failure_weighted_from_parts(a_co, a_ci, row["accuracy"]), 4) == fd
 
 
-
 def test_pooled_from_parts_hand_value():
     # n_inc = 10, n_out = 30: (10·0.6 + 30·0.8) / 40 = 0.75
     assert dec.failure_pooled_from_parts(0.8, 0.6, 10, 30) == pytest.approx(0.75)

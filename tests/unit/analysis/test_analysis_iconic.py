@@ -84,7 +84,6 @@ def test_average_of_the_papers_gram_fpr95_row():
     assert means == [35.74, 19.75, 0.00, 0.44]
     rows = [{"method": "GRAM", "task": "t", "arch": "a", "run": 0, "category": c, "subset": c, "metric": "fpr95",
              "value": v} for c, v in zip(("near", "far", "extreme", "synthetic"), means)]
-
     summary = iconic.iconic_summary(pd.DataFrame(rows))
     avg = summary[(summary.view == "averaged") & (summary.category == "Average")].iloc[0]
     assert round(avg["mean"], 2) == 13.98 and round(avg["std"], 2) == 17.18

@@ -14,7 +14,6 @@ from csfbench.csf.knn import KNN_GRID, _merge, knn_fit, knn_score
 from csfbench.csf.neighbours import shared_search
 from csfbench.csf.nnguide import nnguide_bank, nnguide_score
 
-
 from tests.helpers.posthoc_data import FLOAT32, agree, gaussian_outputs, outlier, pytorch_ood, separation
 
 
@@ -148,3 +147,15 @@ def test_a_shared_nnguide_search_gives_each_k_its_top_k_mean(data, monkeypatch):
     with pytest.raises(ValueError, match="reach >= 1"):
         with shared_search(0):
             pass
+
+
+def test_a_shared_search_keeps_the_current_banks_searches_only(data, monkeypatch):
+    first, second = knn_fit(data["train"]), knn_fit(data["train"][::-1].copy())
+    searches = []
+    search = knn._search
+    monkeypatch.setattr(knn, "_search", lambda *args: searches.append(args[0] is first["bank"]) or search(*args))
+    with shared_search(20):
+        knn_score(first, data["test"], 5)
+        knn_score(second, data["test"], 5)  # a new bank (a refit): the first bank's search is dropped ...
+        knn_score(first, data["test"], 5)  # ... so the first bank is searched again
+    assert searches == [True, False, True]

@@ -78,7 +78,6 @@ def test_float16_features_are_stored_half_size_and_read_as_float32(tmp_path):
 
 
 def test_exception_leaves_no_file(tmp_path):
-
     path = tmp_path / "f.h5"
     with pytest.raises(RuntimeError):
         with FeatureWriter(path, 4, 4, 4, 2, True, _attrs()) as writer:

@@ -203,8 +203,22 @@ def test_a_neighbour_search_fits_once_and_searches_once_per_split_for_the_whole_
     assert searches == [(len(splits["val"].features), 100, True), (len(_ood_val().features), 100, True)]
 
 
-def test_grid_protocol_picks_the_grid_point_with_the_best_validation_auroc():
+def test_a_search_that_varies_a_fit_parameter_shares_no_neighbour_search(monkeypatch):
+    # NNGuide's Bayesian search probes α (the bank's sampling ratio) as well as k: every probe refits the bank, so
+    # the engine enters no shared search and each probe searches its own k alone (kept: False)
+    from csfbench.csf import nnguide
 
+    splits, ctx = make_splits()
+    calls = []
+    top_sums = nnguide._top_sums
+    monkeypatch.setattr(nnguide, "_top_sums", lambda *args: calls.append(args[3]) or top_sums(*args))
+    fixed = {name: params for name, params in FIXED.items() if name != "NNGuide"}
+    tuning = TuningSettings(init_points=2, n_iter=1, seed=1, fixed=fixed)
+    fit_mode("none", splits["train"], splits["val"], ctx, tuning, frozenset({"NNGuide"}))
+    assert len(calls) >= 3 and not any(calls)
+
+
+def test_grid_protocol_picks_the_grid_point_with_the_best_validation_auroc():
     splits, ctx = make_splits()
     ood_val = _ood_val()
     grid = {"KNN": {"k": [1, 3, 10, 30, 100]}}

@@ -144,6 +144,16 @@ def test_an_outlier_set_the_source_evaluates_is_refused_naming_both(demo_oe, out
     assert role in str(err.value)
 
 
+def test_an_outlier_set_the_source_tunes_on_is_refused_naming_both(demo_oe):
+    config = copy.deepcopy(demo_oe)  # outliers: pretrain, also the grid protocol's OOD validation set
+    config["csf"]["tuning"]["ood_validation"] = {"demo10": "pretrain"}
+    with pytest.raises(ConfigError) as err:
+        validate_config(config)
+    assert err.value.key_path == "training/vgg13/oe/outlier_dataset"
+    assert "outlier set 'pretrain': its OOD validation set csf/tuning/ood_validation/demo10 (source 'demo10')" \
+        in str(err.value)
+
+
 def test_a_source_override_of_the_outlier_set_is_checked_at_its_key(demo_oe):
     config = copy.deepcopy(demo_oe)
     config["sources"]["demo10"]["training"] = {"vgg13": {"oe": {"outlier_dataset": "digits"}}}

@@ -134,7 +134,6 @@ def test_feature_extraction_contract_and_bit_identical_rerun(blobs, tmp_path):
     np.testing.assert_array_equal(c["logits"], a["logits"])
 
 
-
 def test_semantic_shift_set_has_no_labels(blobs, tmp_path):
     spec = tiny_spec(blobs, "devries", dropout=0, epochs=1)
     train(spec, tmp_path / "checkpoint.pt", tmp_path / "history.csv")
