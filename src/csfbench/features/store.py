@@ -124,11 +124,12 @@ class FeatureWriter:
             raise KeyError(f"{self.path}: no dataset {unknown} in the feature file layout")
         what = f"rows {sl.start}-{sl.stop - 1}"
         for name, value in arrays.items():
-            if self._datasets[name].dtype == np.float16 and np.size(value) and (
-                    np.nanmax(np.abs(value)) > np.finfo(np.float16).max):
+            if self._datasets[name].dtype != np.float16 or not np.size(value):
+                continue
+            largest = float(np.nanmax(np.abs(value)))
+            if largest > float(np.finfo(np.float16).max):
                 raise ValueError(f"{self.path}: {name} {what} exceed float16's range (|x| ≤ 65504, largest "
-                                 f"{float(np.nanmax(np.abs(value))):.6g}); store them with features.feature_dtype "
-                                 "float32")
+                                 f"{largest:.6g}); store them with features.feature_dtype float32")
         try:  # through the datasets held open (csfbench.atomic.flush_hdf5)
             for name, value in arrays.items():
                 self._datasets[name][sl] = value

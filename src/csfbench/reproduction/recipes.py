@@ -171,6 +171,18 @@ def _network_average(inputs: dict, results: RunResults | None) -> Obtained:
     return Obtained(float(mean_sd_n(frame, ["cell"])["value"].iloc[0]))
 
 
+def _model_rows(inputs: dict, results: RunResults | None) -> pd.DataFrame:
+    """The result rows of the target's ``source`` and ``backbone``; :class:`NotRun` naming the one the run lacks
+    (certify() says which run when there is none)."""
+    if results is None:
+        raise NotRun("needs a run's results table")
+    table = results.table
+    for column, wanted in (("source", inputs["source"]), ("backbone", inputs["backbone"])):
+        if not (table[column] == wanted).any():
+            raise NotRun(f"needs {column} {wanted!r}, which the run did not evaluate")
+    return table[(table["source"] == inputs["source"]) & (table["backbone"] == inputs["backbone"])]
+
+
 def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
     """Claros-Olivares & Brockmeier, Table 2: the best run-mean ``metric`` of one (``source``, ``dataset``,
     ``backbone``) over paradigms and CSF variants of the validation-selected configurations, non-MCD or MCD
@@ -178,13 +190,7 @@ def _best_metric(inputs: dict, results: RunResults | None) -> Obtained:
     with the bootstrap interval where that table gives one (a single run)."""
     from csfbench.report.tables import best_metric_table
 
-    if results is None:
-        raise NotRun("needs a run's results table")  # certify() says which run before calling
-    table = results.table
-    for column, wanted in (("source", inputs["source"]), ("backbone", inputs["backbone"])):
-        if not (table[column] == wanted).any():
-            raise NotRun(f"needs {column} {wanted!r}, which the run did not evaluate")
-    rows = table[(table["source"] == inputs["source"]) & (table["backbone"] == inputs["backbone"])]
+    rows = _model_rows(inputs, results)
     if not (rows["dataset"] == inputs["dataset"]).any():
         raise NotRun(f"needs evaluation set {inputs['dataset']!r} of source {inputs['source']!r}")
     if inputs["mcd"] and not rows["mcd"].astype(bool).any():
@@ -208,13 +214,7 @@ def _run_metric(inputs: dict, results: RunResults | None) -> Obtained:
     (one model configuration; rows of several are refused, never pooled), averaged over the runs of each of
     ``datasets`` and then over the sets (a group mean, as the papers' near groups), times ``scale`` (100 for %).
     The bootstrap interval is the row's where a single row gives the value."""
-    if results is None:
-        raise NotRun("needs a run's results table")
-    table = results.table
-    for column, wanted in (("source", inputs["source"]), ("backbone", inputs["backbone"])):
-        if not (table[column] == wanted).any():
-            raise NotRun(f"needs {column} {wanted!r}, which the run did not evaluate")
-    rows = table[(table["source"] == inputs["source"]) & (table["backbone"] == inputs["backbone"])]
+    rows = _model_rows(inputs, results)
     absent = [d for d in inputs["datasets"] if not (rows["dataset"] == d).any()]
     if absent:
         raise NotRun(f"needs evaluation set(s) {absent} of source {inputs['source']!r}")
