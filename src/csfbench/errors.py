@@ -1,4 +1,7 @@
 """Exceptions with messages that name what was wrong and where."""
+from __future__ import annotations
+
+import difflib
 
 
 class CsfbenchError(Exception):
@@ -61,3 +64,11 @@ class CheckpointError(CsfbenchError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{path}: {problem}")
+
+
+def did_you_mean(name: object, valid) -> str:
+    """`` (did you mean 'x'?)`` naming the valid name closest to ``name`` (case-insensitive), or "": the hint an
+    error message about an unknown name ends with."""
+    lower = {str(v).lower(): v for v in valid}
+    close = difflib.get_close_matches(str(name).lower(), list(lower), n=1)
+    return f" (did you mean {lower[close[0]]!r}?)" if close else ""

@@ -6,15 +6,13 @@ The schema is the one place that holds a setting's default: every optional key t
 express (a source's dataset must be in the catalogue and have a labelled train split, a CSF name must exist, a
 drawn CSF must be scored, an analysis pair must name sets that a source evaluates in those roles, an Outlier
 Exposure model's outlier set must be a catalogue dataset that its source neither evaluates nor tunes on, a ViT's timm
-architecture must build, GRAM and RankFeat need library backbones with block maps, a calibration set must fit its
-split, a resource key must be a rule) are checked here too, with errors that name the key path, what was expected
-and what was found.
+architecture must build (:mod:`csfbench.workflow.vit_builds`), GRAM and RankFeat need library backbones with block
+maps, a calibration set must fit its split, a resource key must be a rule) are checked here too, with errors that
+name the key path, what was expected and what was found.
 """
 from __future__ import annotations
 
-import difflib
 import functools
-import inspect
 import json
 import math
 from pathlib import Path
@@ -25,7 +23,7 @@ import yaml
 
 from csfbench.aggregate.cells import REGIMES, SHIFT_TYPE, is_conformal
 from csfbench.metrics import higher_is_better
-from csfbench.errors import ConfigError, ConfigFileError
+from csfbench.errors import ConfigError, ConfigFileError, did_you_mean
 from csfbench.evaluation import FPR_METRIC, conformal_metric
 from csfbench.csf.engine import flavours
 from csfbench.csf.fit_settings import TuningSettings
@@ -39,6 +37,7 @@ from csfbench.workflow.grid import stage_enabled
 from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.config_file import describe_yaml_error
 from csfbench.workflow.merge import deep_merge
+from csfbench.workflow.vit_builds import check_timm_builds
 from csfbench.metrics.conformal import ASYMPTOTIC_METHODS, MIN_N_ASYMPTOTIC
 from csfbench.network_csf.architectures import BLOCK_MAP_DETECTORS, block_maps_refusal, has_block_maps
 
@@ -420,14 +419,15 @@ def _check_outlier_sets(config: dict, origin: str) -> None:
                 else f"training/{backbone}/oe/outlier_dataset"
             name = override.get("outlier_dataset", config["training"][backbone]["oe"]["outlier_dataset"])
             if name not in datasets or name in SPLITS:
-                raise ConfigError(key, f"a dataset of {sorted(datasets)}{_closest(name, datasets)}", name, origin)
+                raise ConfigError(key, f"a dataset of {sorted(datasets)}{did_you_mean(name, datasets)}", name, origin)
             tuned_on = config["csf"]["tuning"]["ood_validation"].get(source)
             if name == src["dataset"] or name in src["ood"] or name == tuned_on:
                 role = ("its own dataset" if name == src["dataset"] else
                         f"its evaluation set sources/{source}/ood/{name}" if name in src["ood"] else
                         f"its OOD validation set csf/tuning/ood_validation/{source}")
-                raise ConfigError(key, f"an outlier set that source {source!r} neither evaluates nor tunes on (training "
-                                  f"on such a set leaks it into the results): not its dataset {src['dataset']!r}, one "
+                raise ConfigError(key, f"an outlier set that source {source!r} neither evaluates nor tunes on "
+                                  f"(training on such a set leaks it into the results): not its dataset "
+                                  f"{src['dataset']!r}, one "
                                   f"of its ood sets {sorted(src['ood'])} or its OOD validation set",
                                   f"outlier set {name!r}: {role} (source {source!r})", origin)
 
@@ -611,10 +611,10 @@ def _no_source_holds(key: str, id_set: str, ood_set: str, evaluated: dict[str, d
     if role == "ood":
         raise ConfigError(f"{key}/ood", "a semantic or covariate set that a source evaluates (sources/<name>/ood, or "
                           f"a corruption set of the shifts stage): {offered}",
-                          f"{ood_set!r}: no source evaluates it{_closest(ood_set, _names(where, role))}", origin)
+                          f"{ood_set!r}: no source evaluates it{did_you_mean(ood_set, _names(where, role))}", origin)
     raise ConfigError(f"{key}/id", f"the ID test split 'test' or a covariate set of a source that evaluates "
                       f"{ood_set!r}: {offered}", f"{id_set!r}: none of them evaluates it"
-                      f"{_closest(id_set, _names(where, role))}", origin)
+                      f"{did_you_mean(id_set, _names(where, role))}", origin)
 
 
 def _names(evaluated: dict[str, dict[str, str]], role: str) -> set[str]:
@@ -706,10 +706,10 @@ def _check_drawn_csf(grid: Jobs, key: str, name: str, source: str, model: str, o
         return
     if csf in scored:
         raise ConfigError(key, f"a variant of {csf} that model {model} is scored with: {list(scored[csf])}"
-                          f"{_closest(name, scored[csf])}", name, origin)
+                          f"{did_you_mean(name, scored[csf])}", name, origin)
     # a registry CSF that csf/methods, its variants or the model (no confidence head) leave out: no guess
     hint = f" ({csf}'s variants: {list(BY_NAME[csf].variants)})" if csf in BY_NAME else \
-        _closest(name, [*network, *(n for names in scored.values() for n in names)])
+        did_you_mean(name, [*network, *(n for names in scored.values() for n in names)])
     raise ConfigError(key, f"a CSF that model {model} is scored with: {[*sorted(scored), *network]}{hint}", name,
                       origin)
 
@@ -729,21 +729,14 @@ def _scored_variants(csf: dict, backbone: str) -> dict[str, list[str]]:
     return scored
 
 
-def _closest(name: str, valid) -> str:
-    """`` (did you mean 'x'?)`` naming the valid name closest to ``name`` (case-insensitive), or ""."""
-    lower = {str(v).lower(): v for v in valid}
-    close = difflib.get_close_matches(str(name).lower(), list(lower), n=1)
-    return f" (did you mean {lower[close[0]]!r}?)" if close else ""
-
-
 def _require(name: str, valid, key: str, origin: str, what: str = "one of") -> None:
     if name not in valid:
-        raise ConfigError(key, f"{what} {sorted(valid)}{_closest(name, valid)}", name, origin)
+        raise ConfigError(key, f"{what} {sorted(valid)}{did_you_mean(name, valid)}", name, origin)
 
 
 def _check_timm_vits(config: dict, origin: str) -> None:
     """The ViTs of ``backbones/vit`` and of a ``proximity/encoder`` of kind timm must be timm architectures that
-    timm builds with their ``arch`` keywords (:func:`_timm_vit_problem`), as
+    timm builds with their ``arch`` keywords (:func:`csfbench.workflow.vit_builds.check_timm_builds`), as
     :func:`csfbench.models.vit.create_timm_vit` builds them (at the first served source's image size and classes,
     with dropout where a model has it: the keywords, not the sizes, are what a config gets wrong)."""
     builds = []
@@ -756,56 +749,7 @@ def _check_timm_vits(config: dict, origin: str) -> None:
     encoder = config.get("proximity", {}).get("encoder", {})
     if encoder.get("kind") == "timm":
         builds.append(("proximity/encoder/arch", encoder["arch"], encoder["num_classes"], encoder["image_size"], 0))
-    for key, arch, *shape in builds:
-        problem = _timm_vit_problem(_canonical(arch), *shape)
-        if problem:
-            subkey, expected, found = problem
-            raise ConfigError(f"{key}/{subkey}".rstrip("/"), expected, found, origin)
-
-
-def _canonical(value) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-@functools.cache
-def _timm_vit_problem(arch_json: str, n_classes: int, image_size: int, dropout: int) -> tuple | None:
-    """(key under ``arch``, expected, found) of what keeps timm from building the ViT of ``arch`` (``dropout``
-    1: with its ``drop_rate``), None when it builds.  Built on torch's meta device (no weights allocated, ~0.2 s for a
-    ViT-B); torch and timm are imported here, so a config without a ViT is validated without them."""
-    import torch
-
-    from csfbench.models.vit import create_timm_vit, timm
-
-    arch = json.loads(arch_json)
-    name = arch["timm_name"]
-    if not timm.is_model(name):
-        return "timm_name", f"a timm architecture (timm.list_models()){_closest(name, timm.list_models())}", name
-    with torch.device("meta"):
-        try:
-            create_timm_vit(arch, n_classes, image_size, dropout, None)
-        except Exception as err:  # noqa: BLE001 -- whatever timm raises is the config's problem
-            unknown = _unknown_keyword(arch, type(timm.create_model(name))) if isinstance(err, TypeError) else None
-            return unknown or ("", f"keywords timm builds {name} with ({type(err).__name__}: {err})", arch)
-    return None
-
-
-#: the keywords of a timm ViT that csfbench.models.vit.create_timm_vit sets from the source
-_SET_BY_SOURCE = ("img_size", "num_classes")
-
-
-def _unknown_keyword(arch: dict, model_class: type) -> tuple | None:
-    """(key, expected, found) of the first key of ``arch`` that is no keyword of ``model_class`` (nor
-    ``timm_name``/``drop_rate``); None when the class takes any keyword or every key is one."""
-    params = inspect.signature(model_class).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return None
-    valid = sorted({"timm_name", "drop_rate", *params} - {"device", "dtype", *_SET_BY_SOURCE})
-    key = next((key for key in arch if key not in valid), None)
-    if key is None:
-        return None
-    hint = " (the source's image_size and n_classes set img_size and num_classes)" if key in _SET_BY_SOURCE \
-        else _closest(key, valid)
-    return key, f"a keyword of timm's {model_class.__name__}: {valid}{hint}", key
+    check_timm_builds(builds, origin)
 
 
 def _check_resource_rules(resources: dict, rules: list[str], origin: str) -> None:
