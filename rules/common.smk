@@ -9,7 +9,7 @@ from csfbench.atomic import remove_stale_temporaries
 from csfbench.csf.projection import NETWORK_SCORER
 from csfbench.workflow import paths
 from csfbench.workflow.jobs import HEATMAP_FILES, Jobs
-from csfbench.workflow.ids import MODEL_PATTERN
+from csfbench.workflow.ids import ENSEMBLE_PATTERN, MODEL_PATTERN
 from csfbench.workflow.settings import validate_config
 
 G = Jobs(validate_config(config, origin="snakemake config"))
@@ -18,6 +18,8 @@ G = Jobs(validate_config(config, origin="snakemake config"))
 wildcard_constraints:
     source="|".join(G.sources),
     model=MODEL_PATTERN,
+    ensemble=ENSEMBLE_PATTERN,
+    scorer="|".join(G.ensemble_scorers),
     dataset="|".join(G.dataset_names()),
     name="|".join(G.setting("datasets")),
     fit_group="|".join(G.fit_groups),

@@ -27,6 +27,12 @@ rule rank_csfs:
             caption="../report/clique_stability.rst",
             category="Rankings",
         ),
+        ensembles=paths.ensemble_ranking(),
+        ensembles_view=report(
+            paths.table_view(paths.ensemble_ranking()),
+            caption="../report/ensemble_ranking.rst",
+            category="Rankings",
+        ),
         coverage=paths.ranked_sets(),
         coverage_view=report(
             paths.table_view(paths.ranked_sets()),

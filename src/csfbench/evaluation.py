@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,11 +46,14 @@ from csfbench.metrics.bootstrap import SUPPORTED as BOOTSTRAP_METRICS
 from csfbench.metrics.bootstrap import percentile_interval, replicate_values
 from csfbench.metrics.conformal import band_metrics
 from csfbench.seeds import derive_seed
-from csfbench.specs import GROUP_KEYS, EvalSet, ModelSpec
+from csfbench.specs import GROUP_KEYS, EnsembleSpec, EvalSet, ModelSpec
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "mcd", "csf", "variant", "tuning_protocol",
+#: the columns that name a row's model: its source, configuration and run, and for a deep ensemble (run 0) its member
+#: runs (``members``: ``1-2-3``; null for a single model)
+MODEL_COLUMNS = ["source", "backbone", "paradigm", "dropout", "reward", "run", "members"]
+COLUMNS = MODEL_COLUMNS + ["mcd", "csf", "variant", "tuning_protocol",
            "dataset", "id_set", "shift_type", "regime", "corruption", "severity", "rendition", "scheme", "split",
            "metric", "value"]
 #: the evaluation set's group keys (:attr:`csfbench.specs.EvalSet.groups`): attributes of the dataset, not part of
@@ -164,7 +168,20 @@ def id_role(scheme: str) -> str | None:
     return None if scheme == "misclf" else ID_TEST
 
 
-def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dict | None,
+def ensemble_rows(frame: pd.DataFrame) -> pd.Series:
+    """Which rows of a metric-row frame are a deep ensemble's (``members`` not null); none in a table written before
+    the column existed."""
+    if "members" not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    return frame["members"].notna()
+
+
+def model_columns(spec: ModelSpec | EnsembleSpec) -> dict[str, Any]:
+    """The :data:`MODEL_COLUMNS` values of a model's (or an ensemble's) rows."""
+    return {**{k: getattr(spec, k) for k in MODEL_COLUMNS if k != "members"}, "members": spec.member_runs}
+
+
+def metric_rows(spec: ModelSpec | EnsembleSpec, eval_set: EvalSet, scores: dict, id_scores: dict | None,
                 metrics: tuple[str, ...] = DEFAULT_METRICS, bootstrap: Bootstrap = Bootstrap()) -> pd.DataFrame:
     """Rows for every mode/CSF/variant/scheme/metric of one scores file (columns :data:`COLUMNS` then
     :data:`BOOTSTRAP_COLUMNS`).
@@ -182,7 +199,7 @@ def metric_rows(spec: ModelSpec, eval_set: EvalSet, scores: dict, id_scores: dic
     schemes = schemes_for(eval_set)
     if any(s in SHIFT_SCHEMES for s in schemes) and id_scores is None:
         raise ValueError(f"{eval_set.name}: the ID test scores are needed for the {SHIFT_SCHEMES} schemes")
-    base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
+    base = model_columns(spec)
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime,
                 split="val" if eval_set.name == "val" else "test", **eval_set.groups)
     wanted = bootstrap.wanted(base["split"])
@@ -253,7 +270,7 @@ def conformal_rows(spec: ModelSpec, eval_set: EvalSet, calibration: dict, scores
     ``eval_set.groups``; a set read back from a scores file: :func:`csfbench.csf.store.set_groups`);
     ``simulation``: (n_mc, seed) of the ``mc_search`` bands, written to its rows' ``n_mc`` and ``band_seed``.
     """
-    base = {k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")}
+    base = model_columns(spec)
     base.update(dataset=eval_set.name, shift_type=eval_set.shift_type, regime=eval_set.regime, split="test",
                 scheme=CONFORMAL_SCHEME, calibration=calibration_name, id_set=calibration_name,
                 **(eval_set.groups if groups is None else groups))

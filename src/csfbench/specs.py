@@ -26,7 +26,7 @@ CONFIDENCE_PARADIGMS = ("confidnet", "devries", "dg")
 class _Json:
     """JSON round trip of a frozen spec; nested specs are listed in ``_nested`` (field -> class)."""
 
-    _nested: ClassVar[dict[str, type]] = {}
+    _nested: ClassVar[dict[str, type]] = {}  # a list or tuple of them becomes a tuple of specs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -43,7 +43,9 @@ class _Json:
             raise ValueError(f"{cls.__name__}: unknown field(s) {unknown}")
         values = dict(data)
         for key, nested in cls._nested.items():
-            if values.get(key) is not None:
+            if isinstance(values.get(key), (list, tuple)):
+                values[key] = tuple(nested.from_dict(item) for item in values[key])
+            elif values.get(key) is not None:
                 values[key] = nested.from_dict(values[key])
         return cls(**values)
 
@@ -65,14 +67,9 @@ class DatasetSpec(_Json):
 
 
 @dataclass(frozen=True)
-class ModelSpec(_Json):
-    """Everything one model's jobs need: identity, seed, data, architecture and optimisation.
-
-    ``source`` is the in-distribution training set (a key of the config's ``sources``); ``seed`` is
-    derived from the config's seed, the source and the model id; ``mcd_samples`` is 0 for models
-    without dropout.  ``outliers`` is the auxiliary outlier set of paradigm ``oe`` (Outlier Exposure), None for
-    the other paradigms.
-    """
+class _Configuration(_Json):
+    """The identity of a model or an ensemble: its ``source`` (the in-distribution training set, a key of the
+    config's ``sources``), its id ``model`` and its configuration (backbone, paradigm, dropout, reward)."""
 
     source: str
     model: str
@@ -80,6 +77,17 @@ class ModelSpec(_Json):
     paradigm: str
     dropout: int
     reward: float
+
+
+@dataclass(frozen=True)
+class ModelSpec(_Configuration):
+    """Everything one model's jobs need: identity, seed, data, architecture and optimisation.
+
+    ``seed`` is derived from the config's seed, the source and the model id; ``mcd_samples`` is 0 for models
+    without dropout.  ``outliers`` is the auxiliary outlier set of paradigm ``oe`` (Outlier Exposure), None for
+    the other paradigms.
+    """
+
     run: int
     seed: int
     n_classes: int
@@ -106,6 +114,9 @@ class ModelSpec(_Json):
         data = asdict(self)
         return {k: v for k, v in data.items() if not (v is None and k in self._omitted_if_none)}
 
+    #: the results table's ``members`` column of a single model's rows (an ensemble's member runs otherwise)
+    member_runs: ClassVar[None] = None
+
     @property
     def modes(self) -> tuple[str, ...]:
         """Input modes of the CSF stage: ``det``, plus ``mcd`` with Monte-Carlo dropout passes."""
@@ -128,6 +139,38 @@ class ModelSpec(_Json):
             return {}
         return {"geometry": self.geometry["mode"], "crop_pct": self.geometry["crop_pct"],
                 "interpolation": self.geometry["interpolation"]}
+
+
+@dataclass(frozen=True)
+class EnsembleSpec(_Configuration):
+    """A deep ensemble over runs of one configuration of ``source``: its id ``model``
+    (:class:`csfbench.workflow.ids.EnsembleId`), the configuration's keys and its ``members``' specs (run order).
+
+    It writes metric rows like a model (:func:`csfbench.evaluation.metric_rows`): ``run`` 0 and ``member_runs``
+    (``1-2-3``, the results table's ``members`` column)."""
+
+    members: tuple[ModelSpec, ...]
+
+    run: ClassVar[int] = 0
+    _nested: ClassVar[dict[str, type]] = {"members": ModelSpec}
+
+    def __post_init__(self):
+        if not self.members:
+            raise ValueError(f"ensemble {self.model}: no members")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ensemble's fields, its members as :meth:`ModelSpec.to_dict` writes them."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "members"}
+        return {**data, "members": [m.to_dict() for m in self.members]}
+
+    @property
+    def member_runs(self) -> str:
+        return "-".join(str(m.run) for m in self.members)
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The input modes every member has (``det``, and ``mcd`` when they run MC dropout)."""
+        return self.members[0].modes
 
 
 @dataclass(frozen=True)

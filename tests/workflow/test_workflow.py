@@ -19,6 +19,7 @@ from csfbench.metrics import metric_names, metric_spec
 from csfbench.provenance import weights_files
 from csfbench.csf.projection import NETWORK_SCORER
 from csfbench.workflow.grid import Grid
+from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
@@ -39,7 +40,7 @@ def test_micro_config_runs_end_to_end_through_metrics(micro_run):
     config = load_config(MICRO)
     expected = [workdir / paths.features(s, str(m), d) for s, m in Grid(config).iter_models()
                 for d in Grid(config).eval_datasets(s)]
-    assert len(expected) == 15
+    assert len(expected) == 20
     for path in expected:
         attrs = validate_feature_file(path, expect={"model": path.parent.name, "dataset": path.stem})
         assert attrs["git_commit"] and attrs["config_hash"]
@@ -271,12 +272,13 @@ def test_adding_an_ood_set_schedules_only_its_own_jobs(micro_run, tmp_path):
     config["sources"]["demo10"]["ood"]["digits"] = {"shift_type": "semantic", "regime": "mid"}
     extended = write_config(config, tmp_path / "extended.yaml")
     # the new set is read and its features extracted per model; each model's scoring jobs (one per fit group,
-    # over every evaluation set) rerun: 3 models × 3 fit groups, and its network-pass scoring job; no model is
-    # retrained and no CSF is refitted, because fits see only the train and val splits; the source's proximity
-    # embeddings and regimes are redone (one job each per source), the NC records are not
+    # over every evaluation set) rerun: 4 models × 3 fit groups, and its network-pass scoring job, and the ensemble's
+    # 5 slots; no model is retrained and no CSF is refitted, because fits see only the train and val splits; the
+    # source's proximity embeddings and regimes are redone (one job each per source), the NC records are not
     assert scheduled_jobs(workdir, extended) == {
-        "index_dataset": 1, "extract_features": 3, "score_csf": 9, "aggregate_results": 1, "all": 1,
-        "network_csf": 3, "conformal_metrics": 3, "conformal_report": 1, "pair_analyses": 1, "category_tables": 1,
+        "index_dataset": 1, "extract_features": 4, "score_csf": 12, "score_ensemble": 5, "aggregate_results": 1,
+        "all": 1, "network_csf": 4, "conformal_metrics": 4, "conformal_report": 1, "pair_analyses": 1,
+        "category_tables": 1,
         "proximity_embed": 1, "proximity_regimes": 1,
         # rankings, figures and tables downstream of the results table (rc_curves: the curves' model has the set)
         "rank_csfs": 1, "conover_heatmap": 1, "top_clique_map": 2, "clique_layer_table": 1, "best_metric_table": 1,
@@ -289,11 +291,14 @@ def test_summary_lists_models_and_files(micro_run):
     workdir, _, _ = micro_run
     proc = subprocess.run([venv_bin("csfbench"), "summary", "--results", str(workdir / "results")],
                           capture_output=True, text=True, check=True)
-    # + the shift study (micro.yaml `shifts`): the AgreeScore partner (run 2) and the dg model's 3 corruption
-    # and 1 adversarial sets, each extracted; their scores and metric rows are in the dg model's files
-    assert "4 models, 19 feature files" in proc.stdout
-    # 3 models × (3 fit groups + the network-pass CSFs' group + the conformal rows): one file per model and group
-    assert re.search(r"^15 metric files", proc.stdout, re.M)
+    # the ViT's two runs (the ensemble's members); + the shift study (micro.yaml `shifts`): the AgreeScore partner
+    # (run 2) and the dg model's 3 corruption and 1 adversarial sets, each extracted; their scores and metric rows
+    # are in the dg model's files
+    assert "5 models, 24 feature files" in proc.stdout
+    # 4 models × (3 fit groups + the network-pass CSFs' group + the conformal rows): one file per model and group
+    assert re.search(r"^20 metric files", proc.stdout, re.M)
+    # the ensemble: its own CSFs' slot, the three fit groups' and the network-pass CSFs' member means
+    assert "1 deep ensemble(s) (vit_ce_do0_rew0_ens1-2), 5 metric files" in proc.stdout
     assert "vgg13_dg_do1_rew2.2_run1" in proc.stdout
     # per evaluation set with test rows, the ranking cells it entered: every set of the run is listed, and
     # each is ranked somewhere
@@ -305,6 +310,31 @@ def test_summary_lists_models_and_files(micro_run):
     listed = re.findall(r"^(\S+)/(\S+) \(\w+, regime \S+\): ranked in (\d+) of (\d+) cell\(s\)$", proc.stdout, re.M)
     assert {(s, d) for s, d, _, _ in listed} == sets
     assert all(int(n) >= 1 for _, _, n, _ in listed), proc.stdout
+
+
+def test_the_ensemble_is_scored_from_its_members_files_and_ranked_beside_them(micro_run):
+    """The micro config's ensemble of its ViT's two runs: a scores and a metrics file per slot (its own CSFs, the
+    member means of each fit group and of the network-pass CSFs), its rows in the results table (run 0, members
+    1-2), its CSFs as entities of the ViT's ranking cells, and its ranking beside its members."""
+    workdir, _, _ = micro_run
+    grid = Jobs(load_config(MICRO))
+    ((source, ensemble),) = grid.iter_ensembles()
+    assert str(ensemble) == "vit_ce_do0_rew0_ens1-2"
+    for scorer in grid.ensemble_scorers:
+        scores, attrs = read_scores(workdir / paths.scores(source, str(ensemble), scorer), "test")
+        assert attrs["model"] == str(ensemble) and json.loads(attrs["members"]) == [str(m) for m in ensemble.members]
+    table = pd.read_parquet(workdir / "results/results.parquet")
+    rows = table[table["members"].notna()]
+    assert set(rows["members"]) == {"1-2"} and set(rows["run"]) == {0} and set(rows["backbone"]) == {"vit"}
+    assert {"Ensemble MSR", "Mutual Information", "Variation Ratio", "MSR", "KNN"} <= set(rows["csf"])
+    assert table.loc[table["members"].isna() & (table["backbone"] == "vit"), "run"].isin([1, 2]).all()
+    # the ensemble's CSFs are entities of the ViT cells (its only paradigm: every block has them)
+    test_cell = json.loads((workdir / "results/tables/rankings/rc/vit_det_demo10_test.json").read_text())
+    assert test_cell["status"] == "ok" and {"Ensemble MSR", "MSR (member mean)"} <= set(test_cell["mean_ranks"])
+    ranked = pd.read_csv(workdir / paths.ensemble_ranking())
+    ranked = ranked[ranked["status"] == "ok"]
+    assert len(ranked) and set(ranked["entity"]) == {"run 1", "run 2", "ensemble"}
+    assert {"test", "near", "far"} <= set(ranked["regime"])
 
 
 def test_rerun_has_nothing_to_do(micro_run):
@@ -340,6 +370,10 @@ def test_paper_dry_run_without_data_reports_the_job_count(tmp_path):
     total -= 1 if weights_files(config) else 0
     # the self-audit and the reproduction certificate, once each
     total -= 2
+    # the deep ensembles (one per configuration of each backbone), one job per (ensemble, scorer slot)
+    n_ensembles = len(list(Grid(config).iter_ensembles()))
+    assert n_ensembles == sum(len(Grid(config).model_ids(s)) for s in config["sources"]) // 5
+    total -= n_ensembles * len(Jobs(config).ensemble_scorers)
     # all + index + train + extract + fit + score + aggregate
     assert total == 1 + len(config["datasets"]) + n_models + n_features + n_fits + n_scores + 1
     print(f"paper grid: {total} jobs, dry run {time.time() - t0:.1f} s")

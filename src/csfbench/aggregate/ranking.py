@@ -70,9 +70,9 @@ import pandas as pd
 from csfbench.aggregate.cells import SHIFT_TYPE, Analysis, cell_regimes, is_conformal
 from csfbench.aggregate.selection import selected_rows
 from csfbench.aggregate.stability import block_replicates, clique_stability, not_computed
-
+from csfbench.ensembles.scores import ENSEMBLE_CSFS
+from csfbench.evaluation import CONFORMAL_SCHEME, ID_TEST, base_metric, ensemble_rows
 from csfbench.metrics import higher_is_better
-from csfbench.evaluation import CONFORMAL_SCHEME, ID_TEST, base_metric
 from csfbench.stats import StatsInputError, rank_table
 
 log = logging.getLogger(__name__)
@@ -108,11 +108,26 @@ def _ranked_scheme(table: pd.DataFrame, settings: dict) -> pd.Series:
     return mask
 
 
+def entity_name(csf: str, projection: str, ensemble: bool) -> str:
+    """Entity name of a CSF variant of a single model (:func:`variant_name`) or of a deep ensemble: the ensemble's
+    own CSFs by their names (:data:`csfbench.ensembles.scores.ENSEMBLE_CSFS`), the member mean of another CSF as
+    ``"{variant name} (member mean)"``."""
+    name = variant_name(csf, projection)
+    return name if not ensemble or csf in ENSEMBLE_CSFS else f"{name} (member mean)"
+
+
 def ranked_rows(selected: pd.DataFrame, settings: dict) -> pd.DataFrame:
-    """The selected test-split rows of the ranked schemes, with ``cell_regime`` and ``entity`` columns."""
+    """The selected test-split rows of the ranked schemes, with ``cell_regime`` and ``entity`` columns.
+
+    A deep ensemble's rows are entities beside the single models' (:func:`entity_name`), except where ``run`` is a
+    block column: an ensemble (run 0) has no row in the runs' blocks, so its rows are left out."""
     rows = selected[(selected["split"] == "test") & _ranked_scheme(selected, settings)]
     rows = rows[rows["metric"].isin(_ranked_metrics(settings))]
-    entity = [variant_name(c, p) for c, p in zip(rows["csf"].astype(str), rows["variant"].astype(str))]
+    ensemble = ensemble_rows(rows)
+    if "run" in settings["blocks"] and ensemble.any():
+        log.info("ranking: %d rows of deep ensembles left out (run is a block column)", int(ensemble.sum()))
+        rows, ensemble = rows[~ensemble], ensemble[~ensemble]
+    entity = [entity_name(c, p, e) for c, p, e in zip(rows["csf"].astype(str), rows["variant"].astype(str), ensemble)]
     return rows.assign(cell_regime=cell_regimes(rows), entity=entity)
 
 

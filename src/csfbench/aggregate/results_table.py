@@ -29,8 +29,9 @@ from csfbench.proximity.regimes import REGIMES
 
 KEYS = [c for c in COLUMNS if c != "value" and c not in GROUP_COLUMNS]
 #: Arrow types of the metric-row columns added after the first metric files were written (the group columns,
-#: attributes of the dataset, and the ID-role set): null in a file that predates them
-ADDED_TYPES = {"corruption": pa.string(), "severity": pa.int64(), "rendition": pa.string(), "id_set": pa.string()}
+#: attributes of the dataset, the ID-role set and an ensemble's member runs): null in a file that predates them
+ADDED_TYPES = {"corruption": pa.string(), "severity": pa.int64(), "rendition": pa.string(), "id_set": pa.string(),
+               "members": pa.string()}
 #: Arrow types of the conformal attribute columns, null where a metric file has none of them
 CONFORMAL_TYPES = {"delta": pa.float64(), "conformal_method": pa.string(), "n_cal": pa.int64(),
                    "calibration": pa.string(), "n_mc": pa.int64(), "band_seed": pa.int64()}

@@ -14,6 +14,7 @@ from csfbench.aggregate.coverage import COLUMNS as COVERAGE_COLUMNS, coverage_li
 from csfbench.errors import CsfbenchError
 from csfbench.features.store import read_features
 from csfbench.workflow import paths
+from csfbench.workflow.ids import EnsembleId
 
 
 #: the history of a classifier evaluated without training (csfbench.stages.train.materialise)
@@ -83,6 +84,14 @@ def _coverage_lines(results: Path, unreadable: list[str]) -> list[str]:
     return ["", f"rankings: what every evaluation set entered ({path.resolve()})", *coverage_lines(coverage)]
 
 
+def _is_ensemble(name: str) -> bool:
+    try:
+        EnsembleId.parse(name)
+    except ValueError:
+        return False
+    return True
+
+
 def summarize(results: Path) -> tuple[str, list[str]]:
     """Models with their final validation and test accuracy, their feature and metric files, and the
     ranking cells every evaluation set entered.
@@ -101,6 +110,10 @@ def summarize(results: Path) -> tuple[str, list[str]]:
              f"({table['MB'].sum():.1f} MB) under {results.resolve() / 'features'}",
              f"{int(table['metric_files'].sum())} metric files (one per model and CSF fit group, and the "
              f"conformal rows, covering every evaluation set) under {results.resolve() / 'metrics'}"]
+    ensembles = [folder for folder in sorted((results / "metrics").glob("*/*")) if _is_ensemble(folder.name)]
+    if ensembles:
+        lines.append(f"{len(ensembles)} deep ensemble(s) ({', '.join(f.name for f in ensembles)}), "
+                     f"{sum(len(list(f.glob('*.parquet'))) for f in ensembles)} metric files (one per scorer slot)")
     lines += _coverage_lines(results, unreadable)
     report = results / "report.html"
     if report.is_file():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from csfbench.evaluation import COLUMNS
+from csfbench.evaluation import COLUMNS, model_columns
 from csfbench.projnorm.evaluate import PREDICTORS
 from csfbench.specs import ModelSpec
 
@@ -26,7 +26,7 @@ def metric_rows(specs: dict[str, ModelSpec], per_set: pd.DataFrame, corr: pd.Dat
     def add(model, dataset, shift_type, csf, metric, value):
         spec = specs[model]
         regime = "test" if shift_type == "id" else shift_type
-        rows.append({**{k: getattr(spec, k) for k in ("source", "backbone", "paradigm", "dropout", "reward", "run")},
+        rows.append({**model_columns(spec),
                      "mcd": False, "csf": csf, "variant": "none", "tuning_protocol": "none", "dataset": dataset,
                      "shift_type": shift_type, "regime": regime, "scheme": SCHEME, "split": "test", "metric": metric,
                      "value": float(value), **groups.get(dataset, {})})

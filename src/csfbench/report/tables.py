@@ -35,7 +35,8 @@ _BEST_COLUMNS = ["best", "best_sd", "n_runs", "ci_low", "ci_high", "ci_level", "
 
 def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.DataFrame:
     """Table 2 analogue: per (backbone, source, evaluation set), the best run-mean ``metric`` over
-    (paradigm, CSF variant) of the selected configurations, without and with MCD (``*_mcd`` columns,
+    (paradigm, CSF variant) of the selected configurations of the single models (the paper's table; the deep
+    ensembles are ranked beside them in the cells), without and with MCD (``*_mcd`` columns,
     empty where the backbone has no MCD rows).  Best = lowest unless the metric is higher-is-better; ties go
     to the paradigm, then the variant, that sorts first.  ``ranking``: the config's complete ``ranking``
     section (its ``schemes`` choose the ranked rows).
@@ -55,11 +56,11 @@ def best_metric_table(table: pd.DataFrame, metric: str, ranking: dict) -> pd.Dat
     # (:func:`write_table`) ~1 s of start-up
     from csfbench.aggregate.cells import ranking_settings
     from csfbench.aggregate.ranking import selected_ranked_rows
-    from csfbench.evaluation import BOOTSTRAP_COLUMNS, with_interval_columns
+    from csfbench.evaluation import BOOTSTRAP_COLUMNS, ensemble_rows, with_interval_columns
     from csfbench.metrics import higher_is_better
 
     settings = ranking_settings(ranking)
-    rows = selected_ranked_rows(table, settings, [metric])
+    rows = selected_ranked_rows(table[~ensemble_rows(table)], settings, [metric])
     if rows.empty:
         raise ValueError(f"the results table has no selected test rows of metric '{metric}'")
     rows = with_interval_columns(rows)
@@ -97,7 +98,8 @@ def _mode_column(column: str, suffix: str) -> str:
 
 def selected_configuration_table(selection: pd.DataFrame, field: str = "dropout", metric: str = "augrc",
                                  paradigms: Iterable[str] | None = None) -> pd.DataFrame:
-    """Table 8/10 analogue: the selected ``field`` (dropout or reward) of every non-MCD CSF variant.
+    """Table 8/10 analogue: the selected ``field`` (dropout or reward) of every non-MCD CSF variant of the single
+    models (the deep ensembles' selections are left out).
 
     ``selection`` is ``selected_configurations.csv``. Rows: (backbone, source, csf); columns:
     (paradigm, projection); ``-`` where the variant does not exist. ``paradigms`` restricts the columns
@@ -105,7 +107,8 @@ def selected_configuration_table(selection: pd.DataFrame, field: str = "dropout"
     """
     if field not in ("dropout", "reward"):
         raise ValueError(f"field must be 'dropout' or 'reward', got {field!r}")
-    rows = selection[(selection["metric"] == metric) & ~selection["mcd"].astype(bool)]
+    rows = selection[(selection["metric"] == metric) & ~selection["mcd"].astype(bool)
+                     & ~selection["ensemble"].astype(bool)]
     if paradigms is not None:
         rows = rows[rows["paradigm"].isin(list(paradigms))]
     if rows.empty:

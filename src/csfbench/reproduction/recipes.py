@@ -172,11 +172,13 @@ def _network_average(inputs: dict, results: RunResults | None) -> Obtained:
 
 
 def _model_rows(inputs: dict, results: RunResults | None) -> pd.DataFrame:
-    """The result rows of the target's ``source`` and ``backbone``; :class:`NotRun` naming the one the run lacks
-    (certify() says which run when there is none)."""
+    """The result rows of the target's ``source`` and ``backbone``, of the single models (the papers have no
+    deep ensembles); :class:`NotRun` naming the one the run lacks (certify() says which run when there is none)."""
+    from csfbench.evaluation import ensemble_rows
+
     if results is None:
         raise NotRun("needs a run's results table")
-    table = results.table
+    table = results.table[~ensemble_rows(results.table)]
     for column, wanted in (("source", inputs["source"]), ("backbone", inputs["backbone"])):
         if not (table[column] == wanted).any():
             raise NotRun(f"needs {column} {wanted!r}, which the run did not evaluate")

@@ -15,24 +15,27 @@ from csfbench.audit import AuditInputs, Thresholds, findings_frame, run_checks
 from csfbench.audit.readers import read_accuracy, read_cells, read_csf_fit, read_network_fit
 from csfbench.audit.result_checks import results_rows
 from csfbench.stages.report_tables import write_report_table
-from csfbench.workflow.ids import ModelId
+from csfbench.workflow.ids import model_name
 
 log = logging.getLogger(__name__)
 
-#: the columns of a results or prediction-set row that name its model (:class:`csfbench.workflow.ids.ModelId`)
+#: the columns of a results or prediction-set row that name its model (:func:`csfbench.workflow.ids.model_name`;
+#: ``members``, an ensemble's member runs, only in results rows)
 MODEL_KEYS = ["backbone", "paradigm", "dropout", "reward", "run"]
 CAPTION = "Self-audit of the run: every finding, its cause and what to change"
 EMPTY = "Nothing was found: every check of the self-audit passed (docs/methods.md, Self-audit)."
 
 
 def with_models(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` (rows with :data:`MODEL_KEYS`) with a ``model`` column, the model id of each row."""
+    """``frame`` (rows with :data:`MODEL_KEYS`, and ``members`` where it has it) with a ``model`` column, the model
+    or ensemble id of each row."""
     if frame.empty:
         return frame.assign(model=pd.Series(dtype=str))
-    keys = frame[MODEL_KEYS].drop_duplicates()
-    names = [str(ModelId(str(b), str(p), int(d), float(r), int(run)))
-             for b, p, d, r, run in keys.itertuples(index=False)]
-    return frame.merge(keys.assign(model=names), on=MODEL_KEYS, how="left", validate="many_to_one")
+    columns = MODEL_KEYS + (["members"] if "members" in frame.columns else [])
+    keys = frame[columns].drop_duplicates()
+    names = [model_name(str(b), str(p), d, r, run, members[0] if members else None)
+             for b, p, d, r, run, *members in keys.itertuples(index=False)]
+    return frame.merge(keys.assign(model=names), on=columns, how="left", validate="many_to_one")
 
 
 def _prediction_sets(paths: Iterable[str | Path]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from csfbench.aggregate.cells import Analysis, output_paths, ranking_settings
 from csfbench.aggregate.coverage import coverage_lines, set_coverage
+from csfbench.aggregate.ensemble_ranking import rank_ensembles
 from csfbench.aggregate.ranking import rank_cells, ranking_frame, selected_ranked_rows, stability_table, summary_row
 from csfbench.aggregate.stability import read_replicates, with_replicates
 from csfbench.atomic import atomic_path, write_json
@@ -20,12 +21,14 @@ log = logging.getLogger(__name__)
 
 def write_rankings(results_table: str | Path, settings_section: dict, cells: list[Analysis | dict],
                    out_dir: str | Path, summary_csv: str | Path, coverage_csv: str | Path,
-                   stability_csv: str | Path, metric_files: list[str | Path] = ()) -> list[dict[str, Any]]:
+                   stability_csv: str | Path, ensembles_csv: str | Path,
+                   metric_files: list[str | Path] = ()) -> list[dict[str, Any]]:
     """Rank every analysis of ``cells`` (:class:`Analysis` or its fields as a dict) on the results table
     and write their JSON/CSV files (:func:`output_paths`), the summary table, the coverage table
     (:func:`csfbench.aggregate.coverage.set_coverage`: which cells every evaluation set entered) and the clique
     stability table (:func:`csfbench.aggregate.ranking.stability_table`), the stability from the bootstrap
-    replicates kept in ``metric_files`` (the score jobs' metric rows)."""
+    replicates kept in ``metric_files`` (the score jobs' metric rows), and every deep ensemble ranked beside its
+    members (:func:`csfbench.aggregate.ensemble_ranking.rank_ensembles`)."""
     settings = ranking_settings(settings_section)
     cells = [c if isinstance(c, Analysis) else Analysis(**c) for c in cells]
     table = pd.read_parquet(results_table)
@@ -47,6 +50,9 @@ def write_rankings(results_table: str | Path, settings_section: dict, cells: lis
                        "Clique stability: the share of bootstrap replicates in which each CSF variant is in its cell's "
                        "top clique, and its mean layer",
                        empty_reason=_no_stability(results))
+    write_report_table(rank_ensembles(table, settings), ensembles_csv,
+                       "Deep ensembles ranked beside their members: mean rank, layer and top clique of each model",
+                       empty_reason="The config declares no deep ensemble (the `ensembles` section).")
     n_ok = sum(r["status"] == "ok" for r in results)
     log.info("%d analyses ranked, %d skipped", n_ok, len(results) - n_ok)
     for result in results:

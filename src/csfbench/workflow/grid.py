@@ -24,9 +24,10 @@ from csfbench.metrics.bootstrap import SUPPORTED as BOOTSTRAP_METRICS
 from csfbench.metrics.registry import metric_names
 from csfbench.seeds import derive_seed
 from csfbench.shifts import names as shift_names
-from csfbench.specs import SPLITS, DatasetSpec, EvalSet, ModelSpec
+from csfbench.specs import SPLITS, DatasetSpec, EnsembleSpec, EvalSet, ModelSpec
 from csfbench.workflow import paths
-from csfbench.workflow.ids import ModelId
+from csfbench.workflow.ensembles import source_ensembles
+from csfbench.workflow.ids import EnsembleId, ModelId
 from csfbench.workflow.merge import deep_merge
 
 #: the stages switched on by their section's ``enabled`` (a stage whose section is absent has no jobs)
@@ -149,6 +150,30 @@ class Grid:
     def models(self, source: str) -> list[str]:
         """The model ids of ``source`` as strings (the ``model`` wildcard)."""
         return [str(m) for m in self.model_ids(source)]
+
+    @functools.cache
+    def ensemble_ids(self, source: str) -> tuple[EnsembleId, ...]:
+        """The deep ensembles of ``source`` (the ``ensembles`` section; :mod:`csfbench.workflow.ensembles`)."""
+        return source_ensembles(self.config, source)
+
+    def iter_ensembles(self) -> Iterator[tuple[str, EnsembleId]]:
+        for source in self.config["sources"]:
+            for eid in self.ensemble_ids(source):
+                yield source, eid
+
+    @functools.cache
+    def ensemble_spec(self, source: str, ensemble: EnsembleId | str) -> EnsembleSpec:
+        eid = EnsembleId.parse(ensemble) if isinstance(ensemble, str) else ensemble
+        return EnsembleSpec(source, str(eid), eid.backbone, eid.paradigm, eid.dropout, eid.reward,
+                            tuple(self.model_spec(source, member) for member in eid.members))
+
+    def ensemble_datasets(self, source: str, ensemble: EnsembleId | str) -> list[str]:
+        """The sets an ensemble is scored on: those its members are all scored on, but their adversarial sets (each
+        member's own images), in the first member's order."""
+        eid = EnsembleId.parse(ensemble) if isinstance(ensemble, str) else ensemble
+        common = set.intersection(*(set(self.scored_datasets(source, m)) for m in eid.members))
+        return [d for d in self.scored_datasets(source, eid.members[0])
+                if d in common and not shift_names.parse_adversarial_set(d)]
 
     def eval_datasets(self, source: str, model: ModelId | str | None = None) -> list[str]:
         """Evaluation sets of a source: the three ID splits, then its shifted sets in config order.

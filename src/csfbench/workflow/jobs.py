@@ -14,11 +14,13 @@ from pathlib import Path
 from csfbench.aggregate.cells import Analysis, analyses, output_paths
 from csfbench.csf.projection import NETWORK_SCORER, group_of, parse_variant
 from csfbench.data import demo as demo_generator
+from csfbench.ensembles.scores import ENSEMBLE_SCORER
 from csfbench.provenance import weights_key
 from csfbench.shifts import names as shift_names
 from csfbench.specs import SPLITS, EvalSet
 from csfbench.workflow import paths
 from csfbench.workflow.grid import Grid, canonical_json, generated_set_folder
+from csfbench.workflow.ids import EnsembleId
 
 #: the tables the figure rules write (CSV; the LaTeX twins are written beside them)
 TABLES = ("clique_layers.csv", "table2_best.csv", "table8_selected_dropout.csv", "table10_selected_reward.csv")
@@ -135,9 +137,11 @@ class Jobs(Grid):
         return canonical_json([s.to_dict() for s in self.scored_sets(source, model)])
 
     def metric_files(self) -> list[str]:
-        """The metric rows of every CSF job (stored-output, network-pass, ProjNorm) the results table merges."""
+        """The metric rows of every CSF job (stored-output, network-pass, ensemble, ProjNorm) the results table
+        merges."""
         return [paths.metrics(source, str(model), fit_group) for source, model in self.iter_models()
-                for fit_group in self.fit_groups] + self.network_metric_files() + self.projnorm_metric_files()
+                for fit_group in self.fit_groups] + self.network_metric_files() + self.ensemble_metric_files() \
+            + self.projnorm_metric_files()
 
     # -----------------------------------------------------------------------------------------
     # CSFs that need the network: their scores and metric rows in the scorer slot NETWORK_SCORER
@@ -166,6 +170,45 @@ class Jobs(Grid):
         images = {path for s in sets for path in self.eval_set_images(source, model, s.name).values()}
         return {"checkpoint": paths.checkpoint(source, model), "fit": paths.network_fit(source, model),
                 "images": sorted(images), "features": [paths.features(source, model, s.name) for s in sets]}
+
+    # -----------------------------------------------------------------------------------------
+    # deep ensembles: one job per (ensemble, scorer slot) from the members' feature and score files
+    # -----------------------------------------------------------------------------------------
+
+    @property
+    def ensemble_scorers(self) -> list[str]:
+        """The scorer slots of an ensemble: its own CSFs (:data:`csfbench.ensembles.scores.ENSEMBLE_SCORER`), then
+        the member mean of each fit group's CSFs and of the network-pass CSFs."""
+        return [ENSEMBLE_SCORER] + self.fit_groups + ([NETWORK_SCORER] if self.network_methods else [])
+
+    def ensembles(self, source: str) -> list[str]:
+        """The ensemble ids of ``source`` as strings (the ``ensemble`` wildcard)."""
+        return [str(e) for e in self.ensemble_ids(source)]
+
+    def ensemble_inputs(self, source: str, ensemble: str, scorer: str) -> dict:
+        """The members' feature files of every set the ensemble is scored on (member by member, sets in
+        :meth:`ensemble_eval_sets_json` order) and, for a slot of the members' CSFs, their scores and metric files."""
+        members = [str(m) for m in EnsembleId.parse(ensemble).members]
+        sets = self.ensemble_datasets(source, ensemble)
+        inputs = {"features": [paths.features(source, m, d) for m in members for d in sets]}
+        if scorer != ENSEMBLE_SCORER:
+            inputs.update(scores=[paths.scores(source, m, scorer) for m in members],
+                          metrics=[paths.metrics(source, m, scorer) for m in members])
+        return inputs
+
+    @functools.cache
+    def ensemble_spec_json(self, source: str, ensemble: str) -> str:
+        return self.ensemble_spec(source, ensemble).to_json()
+
+    @functools.cache
+    def ensemble_eval_sets_json(self, source: str, ensemble: str) -> str:
+        members = EnsembleId.parse(ensemble).members
+        return canonical_json([self.eval_set_spec(source, d, members[0]).to_dict()
+                               for d in self.ensemble_datasets(source, ensemble)])
+
+    def ensemble_metric_files(self) -> list[str]:
+        return [paths.metrics(source, str(ensemble), scorer) for source, ensemble in self.iter_ensembles()
+                for scorer in self.ensemble_scorers]
 
     # -----------------------------------------------------------------------------------------
     # ProjNorm

@@ -185,6 +185,11 @@ def clique_stability() -> str:
     return f"{rankings_dir()}/clique_stability.csv"
 
 
+def ensemble_ranking() -> str:
+    """Every deep ensemble ranked beside its members (csfbench.aggregate.ensemble_ranking; CSV)."""
+    return f"{rankings_dir()}/ensembles.csv"
+
+
 def ranked_sets() -> str:
     """The ranking coverage table: every evaluation set × the cells of its source and regime, ranked or why not."""
     return f"{rankings_dir()}/ranked_sets.csv"

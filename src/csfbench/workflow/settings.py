@@ -36,6 +36,7 @@ from csfbench.specs import SPLITS
 from csfbench.workflow.grid import stage_enabled
 from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.config_file import describe_yaml_error
+from csfbench.workflow.ensembles import check_ensembles
 from csfbench.workflow.merge import deep_merge
 from csfbench.workflow.vit_builds import check_timm_builds
 from csfbench.metrics.conformal import ASYMPTOTIC_METHODS, MIN_N_ASYMPTOTIC
@@ -312,6 +313,7 @@ def _check_references(config: dict, origin: str) -> None:
     _check_csf_names(config["csf"], origin)
     _check_ood_validation(config, origin)
     _check_outlier_sets(config, origin)
+    check_ensembles(config, origin)
 
 
 def _serving(config: dict, source: str) -> list[str]:

@@ -249,10 +249,10 @@ def test_written_files_are_complete_and_deterministic(tmp_path):
     synthetic_results().sample(frac=1.0, random_state=3).to_parquet(table_path, index=False)
     cells = [Analysis("rc", "vgg13", False, "s1", r) for r in ("test", "near", "mid")]
     write_rankings(table_path, _ranking(), cells, tmp_path / "a", tmp_path / "a.csv", tmp_path / "a_sets.csv",
-                   tmp_path / "a_stability.csv")
+                   tmp_path / "a_stability.csv", tmp_path / "a_ensembles.csv")
     synthetic_results().to_parquet(table_path, index=False)
     write_rankings(table_path, _ranking(), cells, tmp_path / "b", tmp_path / "b.csv", tmp_path / "b_sets.csv",
-                   tmp_path / "b_stability.csv")
+                   tmp_path / "b_stability.csv", tmp_path / "b_ensembles.csv")
     paths_a, paths_b = output_paths(tmp_path / "a", cells), output_paths(tmp_path / "b", cells)
     for a, b in zip(paths_a["json"] + paths_a["csv"], paths_b["json"] + paths_b["csv"]):
         assert open(a).read() == open(b).read()

@@ -146,3 +146,43 @@ def test_csf_methods_select_what_a_fit_computes_and_a_fit_reruns_only_for_its_ow
     more["csf"]["methods"] = ["MSR", "ViM", "KNN"]
     assert Grid(more).csf_fit_config("global") == Grid(config).csf_fit_config("global")
     assert Grid(more).csf_fit_config("none")["methods"] == ["KNN", "MSR", "ViM"]
+
+
+def test_ensembles_of_the_shipped_configs(demo, paper):
+    """The demo's ensemble of its ViT's two runs; paper.yaml's one per configuration of both backbones (its five
+    runs), their ids, members and sets (adversarial sets, each member's own, left out)."""
+    grid = Grid(demo)
+    assert [str(e) for _, e in grid.iter_ensembles()] == ["vit_ce_do0_rew0_ens1-2"]
+    spec = grid.ensemble_spec("demo10", "vit_ce_do0_rew0_ens1-2")
+    assert [m.model for m in spec.members] == ["vit_ce_do0_rew0_run1", "vit_ce_do0_rew0_run2"]
+    assert spec.run == 0 and spec.member_runs == "1-2" and spec.modes == ("det",)
+    assert grid.ensemble_datasets("demo10", "vit_ce_do0_rew0_ens1-2") == grid.scored_datasets("demo10",
+                                                                                             spec.members[0].model)
+    paper_grid = Grid(paper)
+    ensembles = [(s, str(e)) for s, e in paper_grid.iter_ensembles()]
+    assert len(ensembles) == 340 // 5 and ("cifar10", "vgg13_dg_do1_rew2.2_ens1-2-3-4-5") in ensembles
+    assert ("supercifar100", "vit_ce_do1_rew0_ens1-2-3-4-5") in ensembles
+    assert all(m.source == s for s, e in ensembles for m in paper_grid.ensemble_spec(s, e).members)
+
+
+@pytest.mark.parametrize("entry, key, message", [
+    ({"backbone": "vgg"}, "ensembles/0/backbone", "a backbone of ['vgg13', 'vit', 'vittiny'] (did you mean 'vgg13'?)"),
+    ({"backbone": "vit", "runs": [1, 3]}, "ensembles/0/runs", "runs of backbone 'vit': some of [1, 2]"),
+    ({"backbone": "vit", "runs": [2]}, "ensembles/0/runs", "at least two runs"),
+    ({"backbone": "vgg13", "paradigms": ["ce"]}, "ensembles/0/paradigms", "paradigms of backbone 'vgg13'"),
+    ({"backbone": "vgg13", "dropout": [0]}, "ensembles/0/dropout", "dropout of backbone 'vgg13'"),
+    ({"backbone": "vittiny", "runs": [1]}, "ensembles/0/paradigms", "other than 'pretrained'"),
+    ({"backbone": "vit", "sources": ["pretrain20"]}, "ensembles/0/sources", "sources of backbone 'vit'"),
+])
+def test_an_invalid_ensemble_is_a_config_error_naming_its_key(demo, entry, key, message):
+    config = edited(demo, ("ensembles",), [entry])
+    with pytest.raises(ConfigError) as info:
+        validate_config(config)
+    assert info.value.key_path == key and message in str(info.value)
+
+
+def test_two_entries_declaring_one_ensemble_are_refused(demo):
+    config = edited(demo, ("ensembles",), [{"backbone": "vit"}, {"backbone": "vit", "runs": [2, 1]}])
+    with pytest.raises(ConfigError, match=r"'ensembles/1'.*ensembles other than those of ensembles/0.*"
+                                          r"vit_ce_do0_rew0_ens1-2"):
+        validate_config(config)

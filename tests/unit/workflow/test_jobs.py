@@ -56,7 +56,11 @@ def test_models_sets_and_the_files_of_rule_all():
     targets = demo.all_targets()
     assert len(targets["features"]) == n_features == len(set(targets["features"]))
     n_models = len(list(demo.iter_models()))
-    assert len(targets["metrics"]) == n_models * (len(demo.fit_groups) + 1) + len(demo.projnorm_sources())
+    # per model: its fit groups and the network-pass CSFs; per ensemble: its own CSFs and those slots' member means
+    n_ensembles = len(list(demo.iter_ensembles()))
+    assert n_ensembles == 1 and demo.ensemble_scorers == ["ensemble", *demo.fit_groups, "network"]
+    assert len(targets["metrics"]) == (n_models + n_ensembles) * (len(demo.fit_groups) + 1) + n_ensembles \
+        + len(demo.projnorm_sources())
     assert targets["results"] == [paths.results_table()]
 
 
