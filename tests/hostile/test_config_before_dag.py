@@ -216,7 +216,7 @@ def test_validation_imports_torch_only_to_build_a_vit(tmp_path, build_models):
         del config[section]["vit"]
     for source in config["sources"].values():
         del source["image_size"]["vit"]
-    del config["pretrain"], config["proximity"]
+    del config["pretrain"], config["proximity"], config["ensembles"]
     paths_ = {"cnn": tmp_path / "cnn.yaml", "vit": tmp_path / "vit.yaml"}
     paths_["cnn"].write_text(yaml.safe_dump(config))
     paths_["vit"].write_text(yaml.safe_dump(MICRO))

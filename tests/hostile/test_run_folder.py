@@ -30,7 +30,7 @@ def config_text():
         del config[section]["vit"]
     for source in config["sources"].values():
         del source["image_size"]["vit"]
-    del config["pretrain"], config["proximity"]
+    del config["pretrain"], config["proximity"], config["ensembles"]
     return yaml.safe_dump(config)
 
 

@@ -47,8 +47,10 @@ def _validate(args: argparse.Namespace) -> int:
     if args.run_dir is not None:  # checked first (it is quick), claimed only for a valid config
         run_folder.check_run_folder(args.run_dir, args.config, adopt=args.adopt)
     config = load_config(args.config, build_models=True)
-    n_models = len(list(Grid(config).iter_models()))
-    print(f"{args.config}: valid ({len(config['sources'])} sources, {n_models} models)")
+    grid = Grid(config)
+    n_models, n_ensembles = len(list(grid.iter_models())), len(list(grid.iter_ensembles()))
+    ensembles = f", {n_ensembles} ensemble{'s' if n_ensembles > 1 else ''}" if n_ensembles else ""
+    print(f"{args.config}: valid ({len(config['sources'])} sources, {n_models} models{ensembles})")
     if args.run_dir is not None:
         marker = run_folder.claim_run_folder(args.run_dir, args.config)
         print(f"{args.run_dir}: the run folder of {args.config} ({marker.name})")

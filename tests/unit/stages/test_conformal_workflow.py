@@ -26,7 +26,8 @@ from tests.helpers.demo_config import demo_config
 
 def _spec():
     from types import SimpleNamespace
-    return SimpleNamespace(source="demo10", backbone="vgg13", paradigm="dg", dropout=0, reward=2.2, run=1)
+    return SimpleNamespace(source="demo10", backbone="vgg13", paradigm="dg", dropout=0, reward=2.2, run=1,
+                           member_runs=None)
 
 
 def test_band_metrics_agree_with_the_public_functions_and_scikit_learn():
