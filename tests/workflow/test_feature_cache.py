@@ -5,24 +5,20 @@ of them from it without running extract_pretrained_features, and its CSF fit and
 with another normalisation is a cache miss."""
 from __future__ import annotations
 
-import copy
-import os
 import re
-import subprocess
 
 import h5py
 import pandas as pd
 import pytest
-import yaml
 
 from csfbench.data.demo import generate_demo
 from csfbench.features.identity import model_hash
 from csfbench.workflow import paths
 from csfbench.workflow.grid import Grid
-from csfbench.workflow.settings import load_config, validate_config
+from csfbench.workflow.settings import load_config
 
-from tests.helpers.micro_run import MICRO
-from tests.helpers.repo import REPO, venv_bin
+from tests.helpers.micro_run import MICRO, snakemake
+from tests.helpers.workflow_runs import core_config, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -33,13 +29,12 @@ NORMALIZE = {"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}
 
 def _config(data_root, weights, source: str, backbone: str, run: int, seed: int, batch_size: int, regime: str,
             normalize: dict = NORMALIZE) -> dict:
-    """The micro config cut to one source of the demo10 data, one OOD set and one timm classifier evaluated with
-    ``weights`` (paradigm pretrained), the unprojected fit group only, every optional stage off."""
-    config = yaml.safe_load(MICRO.read_text())
-    for stage in ("demo", "pretrain", "shifts", "projnorm", "conformal", "analyses", "geometry", "proximity"):
-        config.pop(stage, None)
-    config.update(seed=seed, data_root=str(data_root), datasets={"demo10": {"format": "npy", "path": "demo10"},
-                                                                "near": {"format": "npy", "path": "near"}})
+    """The core workflow config (tests.helpers.workflow_runs) on the shared data: one source of the demo10 data, one
+    OOD set and one timm classifier evaluated with ``weights`` (paradigm pretrained), the unprojected fit group."""
+    config = core_config(seed=seed, data_root=str(data_root), training={},
+                         features={"batch_size": batch_size, "compression": "gzip"},
+                         datasets={name: {"format": "npy", "path": name} for name in ("demo10", "near")})
+    del config["demo"]
     config["sources"] = {source: {"dataset": "demo10", "n_classes": 10, "val_size": 100,
                                   "image_size": {backbone: 32}, "normalize": NORMALIZE,
                                   "ood": {"near": {"shift_type": "semantic", "regime": regime}}}}
@@ -47,13 +42,7 @@ def _config(data_root, weights, source: str, backbone: str, run: int, seed: int,
                                       "weights": {"file": str(weights)},
                                       "eval": {"geometry": "stretch", "interpolation": "bilinear", "crop_pct": 1.0,
                                                "normalize": normalize}}}
-    config["training"] = {}
-    config["features"] = {"batch_size": batch_size, "compression": "gzip"}
     config["csf"]["groups"] = ["none"]
-    config["evaluation"] = {"conventions": ["csfbench"], "metrics": [], "bootstrap": {"n_boot": 0}}
-    config["figures"] = {"clique_map_group": "rc", "table_metric": "augrc", "rc_curves": {"csfs": ["MSR"]}}
-    config["resources"] = {k: v for k, v in config["resources"].items()
-                           if k in ("index_dataset", "train", "extract_features", "fit_csf", "score_csf")}
     return config
 
 
@@ -80,24 +69,22 @@ def shared(tmp_path_factory):
 
 def _run(root, name: str, config: dict, *args):
     """Snakemake on ``config`` in its own run folder, with the between-workflow cache, to the metric rows of
-    its one model; (run folder, model id, completed process)."""
+    its one model; (run folder, source, model id, completed process)."""
     workdir = root / name
     workdir.mkdir(exist_ok=True)
-    config_file = workdir / "config.yaml"
-    config_file.write_text(yaml.safe_dump(config))
-    grid = Grid(validate_config(copy.deepcopy(config)))
-    (source, model), = [(s, str(m)) for s, m in grid.iter_models()]
-    env = {**os.environ, "SNAKEMAKE_OUTPUT_CACHE": str(root / "cache")}
+    config_file = write_config(config, workdir / "config.yaml")
+    (source, model), = [(s, str(m)) for s, m in Grid(load_config(config_file)).iter_models()]
     # the target first: --cache and --configfile take every word that follows them up to the next option
-    cmd = [venv_bin("snakemake"), paths.metrics(source, model, "none"), "-s", str(REPO / "Snakefile"), *args,
-           "--directory", str(workdir), "--cores", "2", "--configfile", str(config_file), "--cache"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=REPO, env=env)
+    proc = snakemake(paths.metrics(source, model, "none"), *args, "--cores", 2, "--configfile", config_file, "--cache",
+                     workdir=workdir)
     return workdir, source, model, proc
 
 
-def test_a_second_study_of_the_same_weights_reuses_the_cached_feature_files(shared):
-    first, source_a, model_a, proc = _run(shared, "study_a", _config(shared / "data", shared / "weights/vit_micro.safetensors",
-                                                              "micro", "tiny", 1, 0, 128, "near"))
+def test_a_second_study_of_the_same_weights_reuses_the_cached_feature_files(shared, monkeypatch):
+    monkeypatch.setenv("SNAKEMAKE_OUTPUT_CACHE", str(shared / "cache"))
+    weights = shared / "weights/vit_micro.safetensors"
+    first, source_a, model_a, proc = _run(shared, "study_a", _config(shared / "data", weights, "micro", "tiny", 1, 0,
+                                                                     128, "near"))
     assert proc.returncode == 0, proc.stderr[-5000:]
     a_files = {d: first / paths.features(source_a, model_a, d) for d in SETS}
     # written by this run's own extraction jobs, then moved into the cache and linked back
@@ -107,8 +94,7 @@ def test_a_second_study_of_the_same_weights_reuses_the_cached_feature_files(shar
     stamps = {d: c.stat().st_mtime_ns for d, c in cached.items()}
 
     # other names for the same weights on the same data: source, backbone, run number, seed, batch size, regime
-    config_b = _config(shared / "data", shared / "weights/vit_micro.safetensors", "study2", "vitmicro", 3, 7, 50,
-                       "far")
+    config_b = _config(shared / "data", weights, "study2", "vitmicro", 3, 7, 50, "far")
     second, source_b, model_b, proc = _run(shared, "study_b", config_b)
     assert proc.returncode == 0, proc.stderr[-5000:]
     out = proc.stdout + proc.stderr
@@ -124,7 +110,7 @@ def test_a_second_study_of_the_same_weights_reuses_the_cached_feature_files(shar
         assert cached[dataset].stat().st_mtime_ns == stamps[dataset]
         with h5py.File(path, "r") as fh:  # the first study's file, accepted by the second's identity
             assert fh.attrs["source"] == source_a and fh.attrs["model"] == model_a
-            assert fh.attrs["extraction_model"] == model_hash(Grid(validate_config(copy.deepcopy(config_b)))
+            assert fh.attrs["extraction_model"] == model_hash(Grid(load_config(second / "config.yaml"))
                                                                .model_spec(source_b, model_b))
     # the CSF fit and scores of the second study read the reused files: the same rows as the first study's
     assert all((second / paths.log("csf", f"{source_b}/{model_b}/none_{job}")).is_file() for job in ("fit", "score"))
@@ -136,7 +122,7 @@ def test_a_second_study_of_the_same_weights_reuses_the_cached_feature_files(shar
     pd.testing.assert_frame_equal(rows_a[keys].reset_index(drop=True), rows_b[keys].reset_index(drop=True))
 
     # another normalisation is another extraction: a cache miss for every set (dry run)
-    config_c = _config(shared / "data", shared / "weights/vit_micro.safetensors", "micro", "tiny", 1, 0, 128, "near",
+    config_c = _config(shared / "data", weights, "micro", "tiny", 1, 0, 128, "near",
                        normalize={"mean": [0.4, 0.5, 0.5], "std": [0.25, 0.25, 0.25]})
     _, source_c, model_c, proc = _run(shared, "study_c", config_c, "-n")
     assert proc.returncode == 0, proc.stderr[-5000:]
