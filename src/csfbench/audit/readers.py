@@ -124,7 +124,9 @@ def read_network_fit(path: str | Path) -> list[FitRecord]:
 
 def read_accuracy(path: str | Path) -> AccuracyRecord | None:
     """A model's top-1 accuracy on the labelled samples of a feature file (its ``correct`` flags, as ``csfbench
-    summary``'s test_acc); None for a set without labels (semantic shift)."""
+    summary``'s test_acc); None for a set without labels (semantic shift).  A file shared between studies
+    (:mod:`csfbench.features.identity`; attribute ``extraction_model``) names the study that wrote it: its source
+    and model are those of its place in this run (``features/{source}/{model}/{dataset}.h5``)."""
     arrays, attrs = read_features(path, keys=("correct", "labels"))
     missing = [k for k in ("correct", "labels") if k not in arrays]
     if missing:
@@ -132,7 +134,9 @@ def read_accuracy(path: str | Path) -> AccuracyRecord | None:
     labelled = arrays["labels"] >= 0
     if not labelled.any():
         return None
-    return AccuracyRecord(str(attrs["source"]), str(attrs["model"]), str(attrs["paradigm"]), str(attrs["dataset"]),
+    source, model = (Path(path).parent.parent.name, Path(path).parent.name) if "extraction_model" in attrs \
+        else (str(attrs["source"]), str(attrs["model"]))
+    return AccuracyRecord(source, model, str(attrs["paradigm"]), str(attrs["dataset"]),
                           str(attrs["shift_type"]), int(labelled.sum()),
                           float(arrays["correct"][labelled].mean()))
 

@@ -12,6 +12,7 @@ from csfbench.seeds import derive_seed
 from csfbench.data.base import ImageSet
 from csfbench.data.loader import make_loader
 from csfbench.data.transforms import normalize
+from csfbench.features.identity import identity_attrs
 from csfbench.features.store import FeatureWriter, run_attrs
 from csfbench.heads import class_outputs
 from csfbench.models.network import Classifier
@@ -54,9 +55,12 @@ def predict(logits: torch.Tensor, classes: tuple[int, ...] | None = None) -> tor
 def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_path: str | Path, dataset: str,
                      split: str, shift_type: str, batch_size: int, device: torch.device,
                      compression: str = "gzip", num_workers: int = 0, with_head: bool = False,
-                     prediction_classes: tuple[int, ...] | None = None, feature_dtype: str = "float32") -> Path:
+                     prediction_classes: tuple[int, ...] | None = None, feature_dtype: str = "float32",
+                     identity: dict | None = None) -> Path:
     """Write ``out_path`` for ``images``; with ``spec.mcd_samples`` > 0 also the MC-dropout passes.
     ``feature_dtype``: the storage precision of the features (:data:`csfbench.features.store.FEATURE_DTYPES`).
+    ``identity``: the extraction identity of a file shared between studies
+    (:func:`csfbench.features.identity.extraction_identity`), recorded in its attributes; None for the others.
 
     ``prediction_classes``: the classes the prediction (``pred``, hence ``correct``) is the argmax over
     (:func:`predict`; None = every class).
@@ -72,6 +76,8 @@ def extract_features(model: Classifier, spec: ModelSpec, images: ImageSet, out_p
     torch.manual_seed(derive_seed(spec.seed, "extract", dataset))
     loader = make_loader(images, spec.image_size, batch_size, num_workers=num_workers, **spec.loader_geometry)
     attrs = feature_attrs(spec, dataset, split, shift_type, model.feature_dim)
+    if identity is not None:
+        attrs.update(identity_attrs(identity))
     t0, done = time.perf_counter(), 0
     with FeatureWriter(out_path, len(images), n_outputs, model.feature_dim, n_passes, has_conf, attrs,
                        compression, feature_dtype) as writer:

@@ -9,7 +9,8 @@ higher = more confident; absent for plain cross-entropy).  Dropout models with T
 passes add ``mcd/logits`` (N×T×K), ``mcd/confidence`` (N×T, when the paradigm has a confidence) and
 ``mcd/features_mean`` (N×D, the features' dtype).  The ``train`` file adds ``head/weight`` (K×D) and
 ``head/bias`` (K).
-Attributes: see :data:`REQUIRED_ATTRS`.
+Attributes: see :data:`REQUIRED_ATTRS`; the file of a classifier whose features are shared between studies
+(:mod:`csfbench.features.identity`) adds ``extraction_model``, ``extraction_hash`` and ``extraction``.
 
 Writing goes through :func:`csfbench.atomic.atomic_hdf5`: a hidden temporary file in the same folder
 that is renamed to the final name only after every row was written and the file closed; a killed job
@@ -27,6 +28,7 @@ import numpy as np
 
 from csfbench.atomic import atomic_hdf5, flush_hdf5, release_disk, require_free_space
 from csfbench.errors import FeatureFileError, WriteError
+from csfbench.features.identity import model_hash, shares_features
 from csfbench.seeds import spec_hash
 from csfbench.specs import ModelSpec
 
@@ -180,7 +182,7 @@ def read_features(path: str | Path, keys: tuple[str, ...] | None = None) -> tupl
 def validate_feature_file(path: str | Path, expect: dict | None = None) -> dict:
     """Check a feature file against the contract; return its attributes.
 
-    ``expect`` maps attribute names to required values (:func:`run_attrs` of the model spec, so that a
+    ``expect`` maps attribute names to required values (:func:`feature_expect` of the model spec, so that a
     file of another model, or of another run of it, is rejected).  Raises :class:`FeatureFileError`
     naming the file, the key, what was expected and what was found: for a file that cannot be read,
     a missing attribute or dataset, a wrong shape or dtype, NaN/Inf in logits, features or
@@ -211,6 +213,16 @@ def run_attrs(spec: ModelSpec) -> dict:
     :func:`csfbench.features.extract.feature_attrs` writes them: the ``expect`` of
     :func:`validate_feature_file` for a consumer that holds the model spec."""
     return {"source": spec.source, "model": spec.model, "seed": spec.seed, "config_hash": spec_hash(spec.to_dict())}
+
+
+def feature_expect(spec: ModelSpec) -> dict:
+    """The ``expect`` of :func:`validate_feature_file` for a consumer of ``spec``'s feature files: its
+    :func:`run_attrs`, or for a classifier whose features are shared between studies (taken from Snakemake's
+    between-workflow cache, written by another study under its own names and seed) the ``extraction_model`` its
+    files record (:func:`csfbench.features.identity.model_hash`)."""
+    if shares_features(spec):
+        return {"extraction_model": model_hash(spec)}
+    return run_attrs(spec)
 
 
 @contextlib.contextmanager

@@ -59,9 +59,9 @@ def model_nc_records(spec: ModelSpec, train_h5: str | Path, fit_files: Mapping[s
     ``fit_files`` maps the fitted projection groups to their ``fit.h5``; a missing group is refitted with
     ``variance`` (ValueError naming ``geometry/nc/variance`` when it is not set).
     """
-    from csfbench.features.store import read_features, run_attrs, validate_feature_file
+    from csfbench.features.store import feature_expect, read_features, validate_feature_file
 
-    validate_feature_file(train_h5, run_attrs(spec) | {"dataset": "train"})
+    validate_feature_file(train_h5, feature_expect(spec) | {"dataset": "train"})
     arrays, attrs = read_features(train_h5, keys=("features", "labels", "pred", "head/weight", "head/bias"))
     missing = [k for k in ("features", "labels", "pred", "head/weight") if k not in arrays]
     if missing:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from csfbench.features.store import read_features, run_attrs, validate_feature_file
+from csfbench.features.store import feature_expect, read_features, validate_feature_file
 from csfbench.projnorm import baselines
 from csfbench.specs import ModelSpec
 from csfbench.heads import class_outputs
@@ -24,7 +24,7 @@ COLUMNS = ["source", "model", "dataset", "shift_type", "n", "test_error", "ConfS
 
 def _class_logits(path: str | Path, spec: ModelSpec) -> tuple[np.ndarray, np.ndarray]:
     """The class logits (N×C) and labels of a feature file of ``spec``'s run (checked against the contract)."""
-    validate_feature_file(path, run_attrs(spec))
+    validate_feature_file(path, feature_expect(spec))
     arrays, _ = read_features(path, keys=("logits", "labels"))
     return class_outputs(arrays["logits"], spec.n_classes), arrays["labels"]
 

@@ -100,13 +100,13 @@ def prediction_set_table(spec: ModelSpec, train_h5: str | Path, test_h5: str | P
 
     from csfbench.atomic import atomic_path
     from csfbench.csf.conformity_scores import conformity_score
-    from csfbench.features.store import read_features, run_attrs, validate_feature_file
+    from csfbench.features.store import feature_expect, read_features, validate_feature_file
     from csfbench.metrics.prediction_sets import evaluate_prediction_sets
 
     chosen = [conformity_score(name) for name in settings.scores]  # an unknown name fails before any read
     arrays = {}
     for split, path in (("train", train_h5), ("test", test_h5)):
-        validate_feature_file(path, {**run_attrs(spec), "dataset": split})
+        validate_feature_file(path, {**feature_expect(spec), "dataset": split})
         arrays[split], _ = read_features(path, keys=("features", "logits", "labels", "head/weight", "head/bias",
                                                      "sample_id"))
     c = spec.n_classes

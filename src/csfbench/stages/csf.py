@@ -15,7 +15,7 @@ from csfbench.csf.registry import ModelContext
 from csfbench.csf.score_files import write_set_scores
 from csfbench.csf.store import read_fit, write_fit
 from csfbench.evaluation import Bootstrap
-from csfbench.features.store import read_features, run_attrs
+from csfbench.features.store import feature_expect, read_features
 from csfbench.heads import class_outputs
 from csfbench.provenance import git_commit, package_version, utc_now
 from csfbench.seeds import spec_hash
@@ -39,7 +39,7 @@ def fit_csf(spec: ModelSpec, settings: FitSettings, fit_group: str, train_h5: st
     group, parsed (:meth:`~csfbench.csf.fit_settings.FitSettings.from_json`); ``ood_val_h5``: the feature
     file of its OOD validation set (``settings.ood_validation``), needed by the grid tuning protocol only.
     """
-    expect = run_attrs(spec)  # a feature file of another model, or of another run of it, is rejected
+    expect = feature_expect(spec)  # a feature file of another model, or of another run of it, is rejected
     arrays, _ = read_features(train_h5, keys=("head/weight", "head/bias"))
     if "head/weight" not in arrays:
         raise ValueError(f"{train_h5}: the train feature file has no 'head/weight'")
@@ -76,7 +76,7 @@ def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, fea
     ctx = _context(spec, head, str(fit_attrs["quirks"]))
 
     def score_set(eval_set: EvalSet):
-        expect = {**run_attrs(spec), "dataset": eval_set.name}
+        expect = {**feature_expect(spec), "dataset": eval_set.name}
         splits = load_splits(features[eval_set.name], tuple(fitted), expect)
         if len(next(iter(splits.values()))) == 0:
             raise ValueError(f"{features[eval_set.name]}: empty evaluation set {eval_set.name!r}")

@@ -21,7 +21,7 @@ from csfbench.data.eval_sets import eval_images
 from csfbench.data.loader import make_loader
 from csfbench.data.sources import source_split
 from csfbench.data.transforms import normalize
-from csfbench.features.store import read_features, run_attrs
+from csfbench.features.store import feature_expect, read_features, run_attrs
 from csfbench.models import load_checkpoint
 from csfbench.network_csf import detectors as network
 from csfbench.network_csf.store import read_network_fit, write_network_fit
@@ -97,7 +97,7 @@ def network_csf(spec: ModelSpec, eval_sets: list[EvalSet], checkpoint: str | Pat
     def score_set(eval_set: EvalSet):
         t0 = time.perf_counter()
         path = features[eval_set.name]
-        split = load_splits(path, ("det",), {**expect_run, "dataset": eval_set.name})["det"]
+        split = load_splits(path, ("det",), {**feature_expect(spec), "dataset": eval_set.name})["det"]
         images = eval_images(spec, eval_set)
         feature_ids = read_features(path, keys=("sample_id",))[0]["sample_id"].astype(str)
         if not np.array_equal(np.asarray(images.sample_ids).astype(str), feature_ids):

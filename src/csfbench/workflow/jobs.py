@@ -15,6 +15,7 @@ from csfbench.aggregate.cells import Analysis, analyses, output_paths
 from csfbench.csf.projection import NETWORK_SCORER, group_of, parse_variant
 from csfbench.data import demo as demo_generator
 from csfbench.ensembles.scores import ENSEMBLE_SCORER
+from csfbench.features.identity import extraction_identity, identity_json, shares_features
 from csfbench.provenance import weights_key
 from csfbench.shifts import names as shift_names
 from csfbench.specs import SPLITS, EvalSet
@@ -101,6 +102,31 @@ class Jobs(Grid):
     @functools.cache
     def model_spec_json(self, source: str, model: str) -> str:
         return self.model_spec(source, model).to_json()
+
+    # feature files shared between studies: rule extract_pretrained_features (csfbench.features.identity)
+
+    @functools.cache
+    def shared_feature_models(self) -> tuple[str, ...]:
+        """The model ids whose feature files are shared between studies (:func:`shares_features`), sorted: the
+        ``model`` wildcard of rule ``extract_pretrained_features`` (none: the rule is not defined)."""
+        return tuple(sorted({str(m) for s, m in self.iter_models() if shares_features(self.model_spec(s, m))}))
+
+    def shared_extract_inputs(self, source: str, model: str, dataset: str) -> dict:
+        """The images of the evaluation set (as :meth:`extract_inputs`) and, instead of the checkpoint (whose
+        provenance names the study's source, model and seed), the weights file: Snakemake hashes its bytes into the
+        cache key.  A file the workflow writes is always an input; a user's file once it exists, so that a dry
+        run works without it (the job then fails naming it)."""
+        file = self.model_spec(source, model).weights["file"]
+        weights = self._workflow_weights(file) or ({"weights": file} if Path(file).is_file() else {})
+        return {**weights, **self.eval_set_images(source, model, dataset)}
+
+    def extraction_json(self, source: str, model: str, dataset: str) -> str:
+        """The extraction identity of a shared feature file as canonical JSON (the cached rule's param; see
+        :func:`csfbench.features.identity.extraction_identity`)."""
+        features = self.config["features"]
+        return identity_json(extraction_identity(self.model_spec(source, model),
+                                                 self.eval_set_spec(source, dataset, model),
+                                                 features["feature_dtype"], features["compression"]))
 
     def feature_files(self) -> list[str]:
         return [paths.features(source, str(model), dataset) for source, model in self.iter_models()
