@@ -15,7 +15,7 @@ from csfbench.csf.store import read_scores
 from csfbench.ensembles.members import check_same_samples, read_member, stacked
 from csfbench.ensembles.scores import ENSEMBLE_SCORER, ensemble_confidences, ensemble_prediction, member_average
 from csfbench.evaluation import Bootstrap, tuning_protocols
-from csfbench.features.store import run_attrs
+from csfbench.features.store import feature_expect
 from csfbench.seeds import spec_hash
 from csfbench.specs import EnsembleSpec, EvalSet
 
@@ -52,7 +52,8 @@ def score_ensemble(spec: EnsembleSpec, eval_sets: list[EvalSet], scorer: str,
     protocols = tuning_protocols(member_metrics)
 
     def score_set(eval_set: EvalSet):
-        members = [read_member(features[m.model][eval_set.name], {**run_attrs(m), "dataset": eval_set.name}, modes)
+        members = [read_member(features[m.model][eval_set.name], {**feature_expect(m), "dataset": eval_set.name},
+                               modes)
                    for m in spec.members]
         check_same_samples(members, eval_set.name)
         labels, n = members[0].labels, len(members[0].labels)
