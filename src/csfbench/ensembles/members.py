@@ -33,8 +33,9 @@ class MemberOutputs:
 def read_member(path: str | Path, expect: dict, modes: tuple[str, ...]) -> MemberOutputs:
     """A member's outputs in ``modes`` from its feature file, validated against ``expect`` (its
     :func:`csfbench.features.store.run_attrs` and the set's ``dataset``)."""
-    attrs = validate_feature_file(path, expect)
-    keys = ("logits", "labels", "sample_id") + (("mcd/logits",) if "mcd" in modes else ())
+    logits = ("logits",) + (("mcd/logits",) if "mcd" in modes else ())
+    attrs = validate_feature_file(path, expect, finite=logits)  # the features are neither read nor checked
+    keys = logits + ("labels", "sample_id")
     arrays, _ = read_features(path, keys=keys)
     n_classes = int(attrs["n_classes"])
     probs, logits = {}, {}

@@ -179,7 +179,13 @@ def read_features(path: str | Path, keys: tuple[str, ...] | None = None) -> tupl
     return out, attrs
 
 
-def validate_feature_file(path: str | Path, expect: dict | None = None) -> dict:
+REQUIRED_DATASETS = ("logits", "features", "labels", "pred", "correct", "sample_id")
+FINITE_DATASETS = ("logits", "features", "confidence", "mcd/logits", "mcd/features_mean", "mcd/confidence")
+ROW_BLOCK = 65536  # rows per read of an unchunked dataset
+
+
+def validate_feature_file(path: str | Path, expect: dict | None = None,
+                          finite: tuple[str, ...] = FINITE_DATASETS) -> dict:
     """Check a feature file against the contract; return its attributes.
 
     ``expect`` maps attribute names to required values (:func:`feature_expect` of the model spec, so that a
@@ -187,25 +193,21 @@ def validate_feature_file(path: str | Path, expect: dict | None = None) -> dict:
     naming the file, the key, what was expected and what was found: for a file that cannot be read,
     a missing attribute or dataset, a wrong shape or dtype, NaN/Inf in logits, features or
     confidences, and labels outside [-1, n_classes) (-1: unlabelled, e.g. semantic shift).  Arrays are
-    read in row blocks: memory stays bounded.
+    read in row blocks: memory stays bounded.  ``finite``: the datasets whose values are checked for NaN/Inf (a
+    reader of the logits alone, such as an ensemble's, need not decompress the features).
     """
     path = Path(path)
     with _open(path) as fh:
         attrs = dict(fh.attrs)
         _check_attrs(path, attrs, expect or {})
         _check_layout(path, fh, attrs)
-        _check_values(path, fh, int(attrs["n_classes"]))
+        _check_values(path, fh, int(attrs["n_classes"]), finite)
     return attrs
 
 
 def _count_non_finite(dataset: h5py.Dataset) -> int:
     """Non-finite entries, read block by block (memory bounded)."""
     return sum(int((~np.isfinite(block)).sum()) for block in _row_blocks(dataset))
-
-
-REQUIRED_DATASETS = ("logits", "features", "labels", "pred", "correct", "sample_id")
-FINITE_DATASETS = ("logits", "features", "confidence", "mcd/logits", "mcd/features_mean", "mcd/confidence")
-ROW_BLOCK = 65536  # rows per read of an unchunked dataset
 
 
 def run_attrs(spec: ModelSpec) -> dict:
@@ -275,9 +277,10 @@ def _check_layout(path: Path, fh: h5py.File, attrs: dict) -> None:
                                    f"found {dataset}")
 
 
-def _check_values(path: Path, fh: h5py.File, n_classes: int) -> None:
-    """Finite logits, features and confidences; labels in [-1, n_classes) (-1: an unlabelled sample)."""
-    for name in FINITE_DATASETS:
+def _check_values(path: Path, fh: h5py.File, n_classes: int, finite: tuple[str, ...]) -> None:
+    """Finite values in the datasets ``finite`` (those present); labels in [-1, n_classes) (-1: an unlabelled
+    sample)."""
+    for name in finite:
         bad = _count_non_finite(fh[name]) if name in fh else 0
         if bad:
             raise FeatureFileError(f"{path}: dataset '{name}': expected finite values, found {bad} NaN/Inf")

@@ -130,7 +130,7 @@ def test_the_weights_file_is_an_input_when_the_workflow_writes_it_or_once_it_exi
     assert jobs.shared_extract_inputs("pretrain20", PRETRAINED, "near") == {
         "weights": "results/pretrained/vit_demo.safetensors", "index": "results/data/index/near.json"}
     user = _jobs(lambda c: (c.pop("pretrain"), c["backbones"]["vittiny"].update(weights={"file": "mine.pt"}),
-                            c["backbones"].pop("vit"), c.pop("proximity")))
+                            c["backbones"].pop("vit"), c.pop("proximity"), c.pop("ensembles")))
     assert user.shared_extract_inputs("pretrain20", PRETRAINED, "test") == {"index": "results/data/index/pretrain.json"}
     (tmp_path / "mine.pt").write_bytes(b"weights")
     assert user.shared_extract_inputs("pretrain20", PRETRAINED, "test")["weights"] == "mine.pt"

@@ -104,6 +104,8 @@ def test_nan_is_rejected_with_the_dataset_named(tmp_path):
     _write(tmp_path / "f.h5", [batch])
     with pytest.raises(FeatureFileError, match="'features': expected finite values, found 1 NaN/Inf"):
         validate_feature_file(tmp_path / "f.h5")
+    # a reader of the logits alone checks only those (an ensemble's members: csfbench.ensembles.members)
+    assert validate_feature_file(tmp_path / "f.h5", finite=("logits",))["n_classes"]
 
 
 def test_wrong_shape_is_rejected(tmp_path):
