@@ -31,7 +31,7 @@ import numpy as np
 
 from csfbench.csf import logit_scores as ls
 from csfbench.csf.fit_settings import TuningSettings, resolved_budgets  # noqa: F401 (resolved_budgets: re-exported)
-from csfbench.csf.inputs import SplitData
+from csfbench.csf.inputs import SplitData, split_blocks
 from csfbench.csf.neighbours import shared_search
 from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, project, projection_states,
                                      rec_confidence)
@@ -352,6 +352,20 @@ def score_mode(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[
     if split.pass_logits is not None and "none" in views["fitted"]:
         scores.update(expected_scores(split, fitted, ctx))
     return scores
+
+
+def score_blocks(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[tuple[str, str], np.ndarray]:
+    """:func:`score_mode` of ``split`` one block of rows at a time (:func:`~csfbench.csf.inputs.split_blocks`:
+    each block's inputs within the block budget, read from the file when the split's rows are a row source),
+    the blocks' confidences concatenated.  Every score of a row depends on that row alone, so the result is
+    :func:`score_mode` of the whole split up to the rounding of the matrix products over other block shapes."""
+    width = max(split.features.shape[1], int(np.prod(
+        (split.pass_logits if split.pass_logits is not None else split.logits_full).shape[1:])))
+    parts: dict[tuple[str, str], list] = {}
+    for block in split_blocks(split, width):
+        for key, conf in score_mode(block, fitted, ctx).items():
+            parts.setdefault(key, []).append(conf)
+    return {key: np.concatenate(confs) for key, confs in parts.items()}
 
 
 def _temperature_of(fitted: FittedMode, temperature: str) -> float:

@@ -55,7 +55,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from csfbench.csf.blocks import map_row_blocks
+from csfbench.csf.blocks import column_mean, map_row_blocks, row_blocks, rows_or_array
 from csfbench.csf.logit_scores import energy
 
 REACT_GRID = {"percentile": (70, 80, 85, 90, 95, 99)}
@@ -70,7 +70,7 @@ PERCENTILE_SAMPLE = 1 << 18
 
 
 def _features(features: np.ndarray) -> np.ndarray:
-    features = np.asarray(features)
+    features = rows_or_array(features)
     if features.ndim != 2:
         raise ValueError(f"expected N×D features, got shape {features.shape}")
     return features
@@ -117,24 +117,37 @@ def percentile_of_all(x: np.ndarray, percentile: float) -> float:
     The bracket is read off a strided sample of :data:`PERCENTILE_SAMPLE` entries, ±4 standard
     deviations of a sample quantile wide; one pass counts the entries below it and collects those
     inside.  When the two order statistics are not inside (a skewed sample), all entries are
-    partitioned.  Either way the result is exact.
+    partitioned.  Either way the result is exact.  ``x`` is read in row blocks (an N×D array or a row
+    source): the memory is the sample's and the bracket's, about n / √(sample size) entries, except in
+    the fallback, which holds all n.
     """
-    flat = np.ravel(x)
-    n = flat.size
+    x = rows_or_array(x)
+    width = int(np.prod(x.shape[1:], dtype=np.int64))
+    n = len(x) * width
     position = _check_percentile(percentile) / 100.0 * (n - 1)
     ranks = [int(position), min(int(position) + 1, n - 1)]
-    sample = flat[::max(1, n // PERCENTILE_SAMPLE)]
+    step = max(1, n // PERCENTILE_SAMPLE)
+
+    def flat_blocks():  # (first flat index, the block's entries raveled)
+        for rows in row_blocks(len(x), width):
+            yield rows.start * width, np.ravel(x[rows])
+
+    # the entries at flat positions 0, step, 2 step, ...
+    sample = np.concatenate([flat[(-first) % step::step] for first, flat in flat_blocks()])
     fraction, last = position / max(n - 1, 1), len(sample) - 1
     spread = 4.0 * np.sqrt(len(sample) * fraction * (1.0 - fraction)) + 1.0
     bracket = [int(np.clip(np.floor(fraction * last - spread), 0, last)),
                int(np.clip(np.ceil(fraction * last + spread), 0, last))]
     low, high = np.partition(sample, bracket)[bracket]
-    below = int(np.count_nonzero(flat < low))
-    inside = flat[(flat >= low) & (flat <= high)]
+    below, inside = 0, []
+    for _, flat in flat_blocks():
+        below += int(np.count_nonzero(flat < low))
+        inside.append(flat[(flat >= low) & (flat <= high)])
+    inside = np.concatenate(inside)
     if below <= ranks[0] and below + len(inside) > ranks[1]:
         a, b = np.partition(inside, [r - below for r in ranks])[[r - below for r in ranks]]
     else:
-        a, b = np.partition(flat, ranks)[ranks]
+        a, b = np.partition(np.concatenate([flat for _, flat in flat_blocks()]), ranks)[ranks]
     a, b, t = float(a), float(b), position - ranks[0]
     return a + (b - a) * t if t < 0.5 else b - (b - a) * (1.0 - t)  # numpy's lerp
 
@@ -221,7 +234,7 @@ def dice_fit(features: np.ndarray, head_weight: np.ndarray, percentile: float) -
     """DICE's sparsified head ``{"weight": C×D}``: W where W ⊙ h̄ exceeds its ``percentile``-th
     percentile (in percent), 0 elsewhere; h̄ = the float64 mean of ``features`` (the training rows)."""
     weight = np.asarray(head_weight, dtype=np.float64)
-    contribution = weight * _features(features).mean(axis=0, dtype=np.float64)
+    contribution = weight * column_mean(_features(features))
     threshold = np.percentile(contribution, _check_percentile(percentile))
     return {"weight": np.where(contribution > threshold, weight, 0.0)}
 
