@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -128,27 +127,37 @@ def generate(root: Path, n: dict[str, int], feature_dtype: str, seed: int = 0) -
 
 
 # ---------------------------------------------------------------------------------------------- run
-def methods() -> list[str]:
+def applicable() -> list[str]:
     """The CSFs of the unprojected group that apply to a pretrained classifier (no confidence head)."""
     return sorted(csf.name for csf, _ in variants_for(SPEC.csf_backbone, ("none",)))
 
 
-def csf_config(block_mib: float) -> dict:
-    return {"methods": methods(), "quirks": "strict", "temperatures": ["fitted"], "block_mib": block_mib,
+class Progress(EngineRecorder):
+    """:class:`csf_engine.EngineRecorder` that also prints every CSF's fit as it ends (a long run shows where it is)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        super().emit(record)
+        if record.name == "csfbench.csf.engine" and "fitted %s [%s] in" in str(record.msg):
+            entry = self.fit[(record.args[2], record.args[3])]
+            print(f"    fitted {record.args[2]:10s} {entry['s']:8.1f} s  peak {entry['peak_gb']:.2f} GB", flush=True)
+
+
+def csf_config(block_mib: float, methods: list[str]) -> dict:
+    return {"methods": methods, "quirks": "strict", "temperatures": ["fitted"], "block_mib": block_mib,
             "tuning": {"init_points": 1, "n_iter": 0, "seed": 1, "budgets": schema_default("csf/tuning/budgets"),
                        "protocols": ["bayes"], "grids": {}, "ood_validation": None,
                        "max_neighbour_fraction": schema_default("csf/tuning/max_neighbour_fraction")},
             "fixed": FIXED, "search_space": {}}
 
 
-def run_stage(root: Path, block_mib: float, whole: bool) -> dict:
+def run_stage(root: Path, block_mib: float, whole: bool, methods: list[str], sets: list[EvalSet]) -> dict:
     """fit_csf + score_csf of the ``none`` group, with per-CSF times and RSS peaks."""
     peaks = PeakRss()
-    recorder = EngineRecorder(peaks)
+    recorder = Progress(peaks)
     log = logging.getLogger("csfbench.csf.engine")
     log.setLevel(logging.INFO)
     log.addHandler(recorder)
-    settings = FitSettings.from_config(csf_config(block_mib))
+    settings = FitSettings.from_config(csf_config(block_mib, methods))
     real_load = inputs.load_splits
     out: dict = {}
     try:
@@ -168,20 +177,21 @@ def run_stage(root: Path, block_mib: float, whole: bool) -> dict:
             out["fit_file_gb"] = fit.stat().st_size / GB
             peaks.begin("score_csf")
             t0 = time.perf_counter()
-            score_csf(SPEC, SETS, fit, {s.name: root / f"{s.name}.h5" for s in SETS}, root / "scores.h5",
+            score_csf(SPEC, sets, fit, {s.name: root / f"{s.name}.h5" for s in sets}, root / "scores.h5",
                       root / "metrics.parquet", ("auroc",))
             out["score_csf_s"] = time.perf_counter() - t0
             out["score_csf_mem"] = peaks.end("score_csf")
             print(f"  score_csf {out['score_csf_s']:8.1f} s  peak {out['score_csf_mem']['peak_gb']:.2f} GB", flush=True)
     finally:
         log.removeHandler(recorder)
-    out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GB
+    # the phases' high-water marks (PeakRss resets the kernel's at every checkpoint, and so ru_maxrss)
+    out["peak_rss_gb"] = max(out["fit_csf_mem"]["peak_gb"], out["score_csf_mem"]["peak_gb"])
     out["undefined"] = {f"{k[0]} [{k[1]}]": v for k, v in recorder.undefined.items()}
     out["csfs"] = {name: {"fit_s": recorder.fit.get((name, "none"), {}).get("s", 0.0),
                           "fit_peak_gb": recorder.fit.get((name, "none"), {}).get("peak_gb", float("nan")),
                           "score_s": recorder.score.get((name, "none"), {}).get("s", float("nan")),
                           "score_peak_gb": recorder.score.get((name, "none"), {}).get("peak_gb", float("nan"))}
-                   for name in methods()}
+                   for name in methods}
     import pandas as pd  # the stage's metric rows: new-class AUROC of ood against test, a sanity check
 
     table = pd.read_parquet(root / "metrics.parquet")
@@ -197,6 +207,8 @@ def main() -> None:
     parser.add_argument("--feature-dtype", choices=("float32", "float16"), default="float16")
     parser.add_argument("--block-mib", type=float, default=128.0)
     parser.add_argument("--whole", action="store_true", help="read every split whole (the path before row blocks)")
+    parser.add_argument("--methods", default="", help="comma-separated CSFs (default: every one that applies)")
+    parser.add_argument("--sets", default="test,ood", help="the evaluation sets scored (of test, ood)")
     parser.add_argument("--dir", default="/tmp/imagenet_scale")
     parser.add_argument("--keep", action="store_true", help="keep the feature files")
     parser.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)  # the data child
@@ -216,22 +228,28 @@ def main() -> None:
     generate_s = time.perf_counter() - t0
     print(f"data {n} in {generate_s:.0f} s", flush=True)
     try:
-        result = run_stage(root, args.block_mib, args.whole)
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()] or applicable()
+        sets = [s for s in SETS if s.name in args.sets.split(",")]
+        result = run_stage(root, args.block_mib, args.whole, methods, sets)
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
+    scored = sum(n[s.name] for s in sets)
+    whole_sets = sum(round(SIZES[s] * args.scale) for s in ("test", "ood"))  # every row of both sets
     for entry in result["csfs"].values():
-        entry["score_full_s"] = entry["score_s"] / args.query_fraction
+        entry["score_full_s"] = entry["score_s"] * whole_sets / scored
     report = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "host": platform.node(), "cpus": os.cpu_count(), "scale": args.scale, "sizes": n,
-              "query_fraction": args.query_fraction, "feature_dtype": args.feature_dtype, "block_mib": args.block_mib,
-              "whole": args.whole, "generate_s": generate_s, "target_peak_gb": TARGET_PEAK / GB, **result}
+              "query_fraction": args.query_fraction, "sets": [s.name for s in sets], "scored_rows": scored,
+              "feature_dtype": args.feature_dtype, "block_mib": args.block_mib,
+              "whole": args.whole, "methods": methods, "not_run": sorted(set(applicable()) - set(methods)),
+              "generate_s": generate_s, "target_peak_gb": TARGET_PEAK / GB, **result}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=2))
     lines = [f"# ImageNet scale ({report['date']}): scale {args.scale}, train {n['train']} × {DIM} "
-             f"{args.feature_dtype}, {N_CLASSES} classes, scored {n['test']} test + {n['ood']} OOD rows "
-             f"(fraction {args.query_fraction}), block {args.block_mib} MiB{', whole splits' if args.whole else ''}",
+             f"{args.feature_dtype}, {N_CLASSES} classes, scored {scored} rows of {', '.join(s.name for s in sets)} "
+             f"(of {whole_sets} test + OOD rows), block {args.block_mib} MiB{', whole splits' if args.whole else ''}",
              "", f"peak RSS {report['peak_rss_gb']:.2f} GB (target {TARGET_PEAK / GB:.0f} GB); fit_csf "
              f"{report['fit_csf_s']:.0f} s (peak {report['fit_csf_mem']['peak_gb']:.2f} GB), score_csf "
              f"{report['score_csf_s']:.0f} s (peak {report['score_csf_mem']['peak_gb']:.2f} GB); fit.h5 "

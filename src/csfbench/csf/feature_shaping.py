@@ -116,10 +116,10 @@ def percentile_of_all(x: np.ndarray, percentile: float) -> float:
 
     The bracket is read off a strided sample of :data:`PERCENTILE_SAMPLE` entries, ±4 standard
     deviations of a sample quantile wide; one pass counts the entries below it and collects those
-    inside.  When the two order statistics are not inside (a skewed sample), all entries are
-    partitioned.  Either way the result is exact.  ``x`` is read in row blocks (an N×D array or a row
-    source): the memory is the sample's and the bracket's, about n / √(sample size) entries, except in
-    the fallback, which holds all n.
+    inside.  When the two order statistics are not inside (a skewed sample, or ties at the bracket's
+    ends), each is found by :func:`_order_statistic`.  Either way the result is exact.  ``x`` is read in
+    row blocks (an N×D array or a row source): the memory is the sample's and the bracket's, about
+    n / √(sample size) entries (entries equal to either end of the bracket are counted, not kept).
     """
     x = rows_or_array(x)
     width = int(np.prod(x.shape[1:], dtype=np.int64))
@@ -132,24 +132,75 @@ def percentile_of_all(x: np.ndarray, percentile: float) -> float:
         for rows in row_blocks(len(x), width):
             yield rows.start * width, np.ravel(x[rows])
 
-    # the entries at flat positions 0, step, 2 step, ...
-    sample = np.concatenate([flat[(-first) % step::step] for first, flat in flat_blocks()])
+    # the entries at flat positions 0, step, 2 step, ... (copies: a view would keep its whole block alive)
+    sample = np.concatenate([flat[(-first) % step::step].copy() for first, flat in flat_blocks()])
     fraction, last = position / max(n - 1, 1), len(sample) - 1
     spread = 4.0 * np.sqrt(len(sample) * fraction * (1.0 - fraction)) + 1.0
     bracket = [int(np.clip(np.floor(fraction * last - spread), 0, last)),
                int(np.clip(np.ceil(fraction * last + spread), 0, last))]
     low, high = np.partition(sample, bracket)[bracket]
-    below, inside = 0, []
+    # the entries below the bracket are counted, those at its ends counted (ties, e.g. the zeros of ReLU
+    # activations, can be most of the entries), only those strictly inside kept
+    below, at_low, at_high, inside = 0, 0, 0, []
     for _, flat in flat_blocks():
         below += int(np.count_nonzero(flat < low))
-        inside.append(flat[(flat >= low) & (flat <= high)])
+        at_low += int(np.count_nonzero(flat == low))
+        at_high += int(np.count_nonzero(flat == high)) if high != low else 0
+        inside.append(flat[(flat > low) & (flat < high)])
     inside = np.concatenate(inside)
-    if below <= ranks[0] and below + len(inside) > ranks[1]:
-        a, b = np.partition(inside, [r - below for r in ranks])[[r - below for r in ranks]]
+    # the sorted entries from rank `below` on: at_low copies of low, the inside ones, at_high copies of high
+    ends = (below, below + at_low, below + at_low + len(inside), below + at_low + len(inside) + at_high)
+    if ends[0] <= ranks[0] and ranks[1] < ends[3]:
+        values = []
+        for r in ranks:
+            if r < ends[1]:
+                values.append(low)
+            elif r < ends[2]:
+                values.append(np.partition(inside, r - ends[1])[r - ends[1]])
+            else:
+                values.append(high)
+        a, b = values
     else:
-        a, b = np.partition(np.concatenate([flat for _, flat in flat_blocks()]), ranks)[ranks]
+        a, b = (_order_statistic(lambda: (flat for _, flat in flat_blocks()), r) for r in ranks)
     a, b, t = float(a), float(b), position - ranks[0]
     return a + (b - a) * t if t < 0.5 else b - (b - a) * (1.0 - t)  # numpy's lerp
+
+
+#: bits of the key that one pass of :func:`_order_statistic` resolves (a histogram of 2^16 bins)
+RADIX_BITS = 16
+
+
+def _order_statistic(blocks: Callable, rank: int) -> float:
+    """The ``rank``-th smallest (from 0) of the finite float entries of the blocks that ``blocks()`` yields (1-D
+    float32 or float64 arrays, the same on every call), exactly, in memory independent of their number: a
+    radix selection on the entries' order-preserving unsigned keys, :data:`RADIX_BITS` bits per pass over the
+    blocks (2 passes for float32, 4 for float64), each pass a histogram of the keys that share the bits found
+    so far.  −0.0 sorts before 0.0 (equal values)."""
+    first = next(iter(blocks()))
+    bits = first.dtype.itemsize * 8
+    unsigned = np.dtype(f"u{first.dtype.itemsize}")
+    sign = np.array(1, dtype=unsigned) << np.array(bits - 1, dtype=unsigned)
+
+    def keys(flat: np.ndarray) -> np.ndarray:  # negative floats: all bits flipped; others: the sign bit set
+        u = np.ascontiguousarray(flat).view(unsigned)
+        return np.where(u & sign, ~u, u | sign)
+
+    prefix, remaining = 0, int(rank)
+    for shift in range(bits - RADIX_BITS, -1, -RADIX_BITS):
+        counts = np.zeros(1 << RADIX_BITS, dtype=np.int64)
+        for flat in blocks():
+            k = keys(flat)
+            if shift + RADIX_BITS < bits:
+                k = k[(k >> np.array(shift + RADIX_BITS, dtype=unsigned)) == prefix]
+            counts += np.bincount(((k >> np.array(shift, dtype=unsigned)) & ((1 << RADIX_BITS) - 1)).astype(np.intp),
+                                  minlength=1 << RADIX_BITS)
+        below = np.cumsum(counts)
+        digit = int(np.searchsorted(below, remaining, side="right"))
+        remaining -= int(below[digit - 1]) if digit else 0
+        prefix = (prefix << RADIX_BITS) | digit
+    key = np.array(prefix, dtype=unsigned)
+    u = key ^ sign if key & sign else ~key
+    return float(u.view(first.dtype))
 
 
 def react_fit(features: np.ndarray, percentile: float) -> dict[str, np.ndarray]:

@@ -210,3 +210,45 @@ def test_engine_fit_from_file_rows_gives_the_scores_of_the_split_in_memory(tmp_p
         # the float32 products of KNN, NNGuide, pNML, ViM and the shaped heads round differently for other query
         # block shapes (2^-24 per product)
         np.testing.assert_allclose(blocked[key], want[key], rtol=1e-5, atol=1e-6, err_msg=str(key))
+
+
+def test_a_state_fitted_once_is_held_and_stored_once(tmp_path):
+    """ViM and Residual fit the same subspace: one state object in the fit, one dataset in fit.h5 (a hard link),
+    one array when read back; the scores are those of separate fits."""
+    from csfbench.csf.store import read_fit, write_fit
+
+    splits, ctx = make_splits(passes=0)
+    fitted = fit_mode("none", splits["train"], splits["val"], ctx, FIXED_TUNING)
+    vim, residual = fitted.csfs[("ViM", "none")], fitted.csfs[("Residual", "none")]
+    assert vim.state is residual.state
+    path = tmp_path / "fit.h5"
+    write_fit(path, {"det": fitted}, (ctx.weight, ctx.bias), {"model": "m"})
+    with h5py.File(path, "r") as fh:
+        assert fh["det/csf/ViM/none/basis"].id == fh["det/csf/Residual/none/basis"].id
+    modes, _, _ = read_fit(path)
+    back = modes["det"].csfs
+    assert back[("ViM", "none")].state["basis"] is back[("Residual", "none")].state["basis"]
+    np.testing.assert_array_equal(back[("ViM", "none")].state["basis"], vim.state["basis"])
+    separate = sub.vim_fit(splits["train"].features, splits["train"].logits, ctx.weight, ctx.bias,
+                           sub.principal_dim(ctx.weight.shape[1]))
+    np.testing.assert_array_equal(separate["basis"], vim.state["basis"])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_order_statistic_of_blocks_is_the_partition(dtype):
+    """The radix selection over blocks (ReAct's percentile when the sample's bracket misses, e.g. at ties) gives the
+    order statistics of all entries: negative values, zeros (-0.0 and 0.0) and ties included."""
+    rng = np.random.default_rng(5)
+    x = np.maximum(rng.normal(size=(301, 13)), 0.0).astype(dtype)
+    x[:, :6] = 0.0
+    x[3, 3], x[4, 4], x[5, 5] = -2.5, -0.0, -1e-30
+    flat = np.sort(x.ravel())
+
+    def blocks():
+        return (x[i:i + BLOCK].ravel() for i in range(0, len(x), BLOCK))
+
+    for rank in (0, 1, 2, 3, 1500, 2000, 2500, x.size - 1):
+        assert shaping._order_statistic(blocks, rank) == flat[rank], rank
+    with block_budget(max_rows=BLOCK):
+        for percentile in (10, 46.2, 50, 90, 100):
+            assert shaping.percentile_of_all(x, percentile) == np.percentile(x, percentile), percentile
