@@ -1,27 +1,27 @@
 """ImageNet scale: the stored-output CSF stage on a synthetic ResNet-50-shaped run, in bounded memory.
 
-    nice .venv/bin/python benchmarks/imagenet_scale.py [--scale 1.0] [--query-fraction 0.05]
-        [--feature-dtype float16] [--block-mib 128] [--whole] [--dir /tmp/imagenet_scale] [--keep]
-        [--out benchmarks/out/imagenet_scale]
+    nice .venv/bin/python benchmarks/imagenet_scale.py [--scale 1.0] [--query-fraction 0.02] [--sets test,ood]
+        [--methods KNN,NNGuide,...] [--feature-dtype float16] [--block-mib 128] [--whole] [--dir /tmp/imagenet_scale]
+        [--keep] [--out benchmarks/out/imagenet_scale]
 
 Data (written to HDF5 under ``--dir`` by a child process, uncompressed, deleted afterwards unless ``--keep``):
 OpenOOD's ImageNet-1K shape — a training bank of 1,281,167 rows × 2,048 ReLU features (``--feature-dtype``:
 the features' storage dtype, ``features.feature_dtype``; the logits are float32), 1,000 classes, a linear
 nearest-class-mean head, 10,000 validation rows, 50,000 ID test rows and 100,000 OOD rows (unseen latent
-classes), all × ``--scale``.  Of the test and OOD sets only ``--query-fraction`` of the rows is written and
-scored (the first rows of each); the score times are extrapolated to the whole sets by 1 / fraction (every
-CSF scores each row alone, so its score time is linear in the rows).  The training bank is always whole: the
-memory figure is that of the full bank.
+classes), all × ``--scale``.  Of the test and OOD sets only ``--query-fraction`` of the rows is written, and the
+sets named by ``--sets`` are scored; the score times are extrapolated to all rows of both sets (every CSF scores
+each row alone, so its score time is linear in the rows).  The training bank is always whole: the memory figure
+is that of the full bank.
 
 Run: the CSF stage's own jobs, :func:`csfbench.stages.csf.fit_csf` (group ``none``) and
-:func:`~csfbench.stages.csf.score_csf`, in this process, with every stored-output CSF of the unprojected group
-that applies to a pretrained classifier (no ``Confidence``: it has no confidence head) and every hyper-parameter
-fixed (:data:`FIXED`; no tuning, so the figures are one fit and one scoring per CSF), at ``csf.block_mib`` =
-``--block-mib``.  Per CSF: its fit time and the RSS peak of its fit, its score time (measured, and extrapolated)
-and the RSS peak of its scoring (``csf_engine.EngineRecorder``/``PeakRss``: exact per-phase high-water marks);
-for the whole stage: its time and the process's RSS peak.  ``--whole`` reads every split whole (the path before
-row blocks), for comparison at a small scale.  Target (issue 52): peak RSS <= 12 GB on a 24 GB, 2-core machine.
-Results go to ``<out>.json`` and ``<out>.md``.
+:func:`~csfbench.stages.csf.score_csf`, in this process, with the CSFs of ``--methods`` (default: every
+stored-output CSF of the unprojected group that applies to a pretrained classifier; not ``Confidence``, which
+needs a confidence head) and every hyper-parameter fixed (:data:`FIXED`; no tuning, so the figures are one fit and
+one scoring per CSF), at ``csf.block_mib`` = ``--block-mib``.  Per CSF: its fit time and the RSS high-water mark
+during its fit (with the states of the CSFs fitted before it), its score time (measured, and extrapolated) and the
+high-water mark of its scoring (``csf_engine.EngineRecorder``/``PeakRss``: per-phase VmHWM); for the stage, each
+job's time and high-water mark.  ``--whole`` reads every split whole.  Target (issue 52): peak RSS <= 12 GB on a
+24 GB, 2-core machine.  Results go to ``<out>.json`` and ``<out>.md``; docs/benchmarks.md keeps the figures.
 """
 from __future__ import annotations
 
