@@ -1,6 +1,13 @@
 """Row blocks, their execution on threads, and row normalisation shared by the CSF kernels.
 
-Memory is bounded by the block, not N.  :func:`map_row_blocks` runs a per-block kernel on as many
+Memory is bounded by the block, not N.  The block budget (:data:`MAX_BLOCK_ENTRIES`, :data:`MAX_BLOCK_ROWS`) is
+the setting ``csf.block_mib``, applied by :func:`block_budget`.  A kernel reads its rows as ``x[rows]`` for the
+slices of :func:`row_blocks` / :func:`map_row_blocks`, so ``x`` may be an array or a :class:`RowSource`, rows
+read from a file block by block (:class:`csfbench.csf.inputs.FileRows`): the fit of a statistic that is a sum
+over rows (means, covariances, Gram matrices, logit statistics, summed in float64) then never holds the N rows.
+:func:`column_sum`, :func:`take_rows` and :func:`row_argmax` are such passes.
+
+:func:`map_row_blocks` runs a per-block kernel on as many
 threads as BLAS may use (``threadpoolctl`` limits apply, so a one-thread BLAS setting gives a
 serial run): numpy's ufuncs, reductions and BLAS calls release the GIL, so row blocks of the
 elementwise work that numpy would run on one core spread over all of them.  Kernels built on it
@@ -14,20 +21,86 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from functools import cache
 
 import numpy as np
 
 #: at most this many rows per block ...
 MAX_BLOCK_ROWS = 4096
-#: ... and at most this many float64 entries in a block's widest temporary (128 MiB)
+#: ... and at most this many float64 entries in a block's widest temporary (128 MiB: ``csf.block_mib``'s
+#: default; :func:`block_budget` sets both for a fit or a scoring run)
 MAX_BLOCK_ENTRIES = 1 << 24
+#: the block budget's default, MiB (:data:`MAX_BLOCK_ENTRIES` float64 entries)
+DEFAULT_BLOCK_MIB = 128
 #: threaded blocks: at least this many rows (the Python overhead per block stays small against its work) ...
 MIN_THREAD_BLOCK_ROWS = 256
 #: ... and, above that, this many blocks per thread, so that a thread slowed by other load leaves its
 #: share to the others
 BLOCKS_PER_THREAD = 4
+
+
+class RowSource:
+    """N rows (``shape`` = (N, ...)) that are read block by block, never whole: ``source[a:b]`` returns the rows
+    a..b-1 as an array of ``dtype`` (a slice of step 1 only), ``storage_dtype`` is the dtype they are stored in.
+
+    ``np.asarray(source)`` is a TypeError: a kernel that would read every row at once is refused rather than
+    silently holding N rows.  Subclasses implement :meth:`read`."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    storage_dtype: np.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def __getitem__(self, key) -> np.ndarray:
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError(f"{self!r}: rows are read by slices of step 1 (row blocks), not by {key!r}")
+        start, stop, _ = key.indices(len(self))
+        return self.read(start, max(start, stop))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(f"{self!r} is read in row blocks ({self.shape[0]} rows), not whole: this computation "
+                        "is not bounded by the block budget (csf.block_mib)")
+
+
+def is_row_source(x) -> bool:
+    """Whether ``x`` is read in row blocks (:class:`RowSource`) rather than held in memory."""
+    return isinstance(x, RowSource)
+
+
+def rows_or_array(x, dtype=None):
+    """``x`` itself when it is a :class:`RowSource`, else ``np.asarray(x, dtype)``."""
+    return x if is_row_source(x) else np.asarray(x, dtype=dtype)
+
+
+@contextmanager
+def block_budget(mib: float | None = None, max_rows: int | None = None) -> Iterator[None]:
+    """A context in which blocks hold at most ``mib`` MiB of float64 entries in their widest temporary
+    (:data:`MAX_BLOCK_ENTRIES`, the setting ``csf.block_mib``) and at most ``max_rows`` rows
+    (:data:`MAX_BLOCK_ROWS`); None keeps the current value.  Process-wide (the block threads read it too)."""
+    global MAX_BLOCK_ENTRIES, MAX_BLOCK_ROWS
+    if mib is not None and not mib > 0:
+        raise ValueError(f"block budget must be > 0 MiB, got {mib}")
+    if max_rows is not None and max_rows < 1:
+        raise ValueError(f"block rows must be >= 1, got {max_rows}")
+    saved = MAX_BLOCK_ENTRIES, MAX_BLOCK_ROWS
+    if mib is not None:
+        MAX_BLOCK_ENTRIES = max(1, int(mib * (1 << 20)) // 8)
+    if max_rows is not None:
+        MAX_BLOCK_ROWS = int(max_rows)
+    try:
+        yield
+    finally:
+        MAX_BLOCK_ENTRIES, MAX_BLOCK_ROWS = saved
 
 
 def row_blocks(n_rows: int, row_width: int = 1) -> Iterator[slice]:
@@ -160,3 +233,46 @@ def unit_rows(x: np.ndarray, dtype: type = np.float64, out: np.ndarray | None = 
         x = out
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))
     return np.divide(x, np.maximum(norms, np.finfo(np.float64).tiny)[:, None], out=out)
+
+
+def column_sum(x, dtype=np.float64) -> np.ndarray:
+    """The float64 sum over the rows of ``x`` (N×D array or :class:`RowSource`, N >= 1), one pass over its
+    row blocks added in row order (:func:`sum_row_blocks`)."""
+    return sum_row_blocks(lambda rows: np.sum(x[rows], axis=0, dtype=dtype), len(x), x.shape[1])
+
+
+def column_mean(x) -> np.ndarray:
+    """The float64 mean of the rows of ``x`` (:func:`column_sum` / N)."""
+    if not len(x):
+        raise ValueError("mean of zero rows")
+    return column_sum(x) / len(x)
+
+
+def row_argmax(x) -> np.ndarray:
+    """``argmax`` of every row of ``x`` (N×C array or :class:`RowSource`), int64 (N,), in row blocks."""
+    out = np.empty(len(x), dtype=np.int64)
+
+    def block(rows: slice) -> None:
+        out[rows] = np.argmax(x[rows], axis=1)
+
+    map_row_blocks(block, len(x), x.shape[1])
+    return out
+
+
+def take_rows(x, index: np.ndarray) -> np.ndarray:
+    """``x[index]`` for an integer ``index`` (any order, repeats allowed): fancy indexing of an array, or one
+    pass over the row blocks of a :class:`RowSource` (sequential reads, each block's wanted rows scattered to
+    their places), whose memory is the result's plus one block."""
+    index = np.asarray(index, dtype=np.int64)
+    if not is_row_source(x):
+        return np.asarray(x)[index]
+    if len(index) and (index.min() < 0 or index.max() >= len(x)):
+        raise IndexError(f"row index outside [0, {len(x)})")
+    out = np.empty((len(index),) + tuple(x.shape[1:]), dtype=x.dtype)
+    order = np.argsort(index, kind="stable")
+    wanted = index[order]
+    for rows in row_blocks(len(x), int(np.prod(x.shape[1:], dtype=np.int64))):
+        lo, hi = np.searchsorted(wanted, [rows.start, rows.stop])
+        if hi > lo:
+            out[order[lo:hi]] = x[rows][wanted[lo:hi] - rows.start]
+    return out

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.blocks import map_row_blocks, row_blocks, sum_row_blocks
-from csfbench.csf.distance_scores import check_labels, maha_fit, maha_score
+from csfbench.csf.blocks import is_row_source, map_row_blocks, row_argmax, row_blocks, sum_row_blocks
+from csfbench.csf.distance_scores import check_labels, class_means, maha_fit, maha_score
 from csfbench.csf.logit_scores import _shifted_exp, as_rows
 
 KLM_GRID: dict[str, tuple] = {}
@@ -55,7 +55,7 @@ def klm_fit(logits: np.ndarray) -> dict[str, np.ndarray]:
     One pass over row blocks on several threads: each block's softmax, its rows ordered by predicted
     class (a stable sort), and the per-class sums by :func:`numpy.add.reduceat`; the blocks' sums and
     counts are added in row order (:func:`~csfbench.csf.blocks.sum_row_blocks`)."""
-    logits = as_rows(logits)
+    logits = logits if is_row_source(logits) else as_rows(logits)
     n_classes = logits.shape[1]
     if not len(logits):
         raise ValueError("KLM templates need at least one fitted row")
@@ -108,18 +108,16 @@ def klm_score(state: dict[str, np.ndarray], logits: np.ndarray) -> np.ndarray:
 
 def she_fit(features: np.ndarray, logits: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
     """SHE patterns ``{"patterns": C×D}``: the mean feature of the correctly classified (argmax z =
-    label) rows of each class, accumulated in float64 class by class (no float64 copy of all rows).
-    ValueError naming the classes without such a row."""
-    logits = as_rows(logits)
+    label) rows of each class, summed in float64 over row blocks (:func:`~csfbench.csf.distance_scores.class_means`;
+    arrays or row sources).  ValueError naming the classes without such a row."""
+    logits = logits if is_row_source(logits) else as_rows(logits)
     n_classes = logits.shape[1]
     labels = check_labels(labels, len(logits), n_classes)
-    correct = logits.argmax(axis=1) == labels
+    correct = row_argmax(logits) == labels
     missing = np.flatnonzero(np.bincount(labels[correct], minlength=n_classes) == 0)
     if len(missing):
         raise ValueError(f"SHE: classes {missing.tolist()} have no correctly classified training row")
-    features = np.asarray(features)
-    return {"patterns": np.stack([features[correct & (labels == k)].mean(axis=0, dtype=np.float64)
-                                  for k in range(n_classes)])}
+    return {"patterns": class_means(features, labels, n_classes, correct)}
 
 
 def she_score(state: dict[str, np.ndarray], features: np.ndarray, logits: np.ndarray) -> np.ndarray:

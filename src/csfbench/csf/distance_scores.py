@@ -6,14 +6,38 @@ Shapes: ``features`` N×D penultimate features (float32 or float64; computed in 
 (N,) confidences, higher = more in-distribution (Maha is the max over classes of the negated squared
 distance, as in Lee et al. 2018; the paper prints the max of the distance).  Work on N rows against many
 columns runs in row blocks (:func:`csfbench.csf.blocks.row_blocks`), so temporaries stay bounded for
-N ~ 1e5.  Labels are checked by :func:`csfbench.metrics._inputs.check_labels`.
+N ~ 1e5; the fits read their training rows as row blocks (an array or a
+:class:`~csfbench.csf.blocks.RowSource`), summing in float64.  Labels are checked by
+:func:`csfbench.metrics._inputs.check_labels`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.blocks import row_blocks, unit_rows
+from csfbench.csf.blocks import row_blocks, rows_or_array, sum_row_blocks, unit_rows
 from csfbench.metrics._inputs import check_labels
+
+
+def grouped_sums(features, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group g in [0, ``n_groups``): the float64 sum of the rows of ``features`` (N×D, array or row
+    source) with ``groups == g`` and their count, ``n_groups × (D + 1)`` (the count last).  One pass over
+    row blocks: each block's rows ordered by group (stable sort) and summed by :func:`numpy.add.reduceat`,
+    the blocks' sums added in row order (:func:`~csfbench.csf.blocks.sum_row_blocks`)."""
+    groups = np.asarray(groups, dtype=np.int64)
+    dim = features.shape[1]
+
+    def block(rows: slice) -> np.ndarray:
+        g = groups[rows]
+        order = np.argsort(g, kind="stable")
+        ordered = g[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+        totals = np.zeros((n_groups, dim + 1))
+        totals[ordered[starts], :-1] = np.add.reduceat(np.asarray(features[rows], dtype=np.float64)[order], starts,
+                                                        axis=0)
+        totals[:, -1] = np.bincount(g, minlength=n_groups)
+        return totals
+
+    return sum_row_blocks(block, len(groups), dim)
 
 
 def class_means(features: np.ndarray, labels: np.ndarray, n_classes: int,
@@ -22,26 +46,29 @@ def class_means(features: np.ndarray, labels: np.ndarray, n_classes: int,
 
     With a boolean ``mask`` (N,) — e.g. the correctly classified samples for CTMmeanOC — each class
     mean uses only its masked samples, falling back to all samples of the class when none is masked.
-    Raises ValueError naming the class when a class has no sample at all.
+    Raises ValueError naming the class when a class has no sample at all.  One pass over row blocks of
+    ``features`` (an array or a row source), summed in float64 (:func:`grouped_sums`).
     """
-    features = np.asarray(features, dtype=np.float64)
+    features = rows_or_array(features)
     labels = check_labels(labels, len(features), n_classes)
     if mask is not None:
         mask = np.asarray(mask, dtype=bool)
         if mask.shape != labels.shape:
             raise ValueError(f"mask must have shape {labels.shape}, got {mask.shape}")
-    means = np.empty((n_classes, features.shape[1]))
-    for k in range(n_classes):
-        members = labels == k
-        if not members.any():
-            absent = np.setdiff1d(np.arange(n_classes), labels)
-            raise ValueError(f"class {k} has no sample: cannot compute its mean (C = {n_classes} classes; no "
-                             f"sample of {absent.size} of them: {', '.join(map(str, absent[:10]))}"
-                             f"{', …' if absent.size > 10 else ''})")
-        if mask is not None and (members & mask).any():
-            members &= mask
-        means[k] = features[members].mean(axis=0)
-    return means
+    counts = np.bincount(labels, minlength=n_classes)
+    if not counts.all():
+        absent = np.flatnonzero(counts == 0)
+        raise ValueError(f"class {absent[0]} has no sample: cannot compute its mean (C = {n_classes} classes; no "
+                         f"sample of {absent.size} of them: {', '.join(map(str, absent[:10]))}"
+                         f"{', …' if absent.size > 10 else ''})")
+    if mask is None:
+        sums = grouped_sums(features, labels, n_classes)
+        return sums[:, :-1] / sums[:, -1:]
+    # groups k (class k, unmasked) and C + k (class k, masked)
+    sums = grouped_sums(features, labels + n_classes * mask, 2 * n_classes)
+    masked, everything = sums[n_classes:], sums[:n_classes] + sums[n_classes:]
+    chosen = np.where(masked[:, -1:] > 0, masked, everything)
+    return chosen[:, :-1] / chosen[:, -1:]
 
 
 def maha_fit(features: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[str, np.ndarray]:
@@ -51,7 +78,7 @@ def maha_fit(features: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[s
     ``precision = pinv(Σ, hermitian=True, rtol=1e-6)``, replaced by the zero matrix when Σ or its
     pseudo-inverse has a NaN/Inf entry.  Returns ``{"means": C×D, "precision": D×D}``.
     """
-    features = np.asarray(features, dtype=np.float64)
+    features = rows_or_array(features, np.float64)
     if len(features) < 2:
         raise ValueError(f"Maha needs at least 2 training samples for a covariance, got {len(features)}")
     means = class_means(features, labels, n_classes)
@@ -59,7 +86,7 @@ def maha_fit(features: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[s
     n_rows, dim = features.shape
     scatter = np.zeros((dim, dim))
     for block in row_blocks(n_rows, dim):
-        centred = features[block] - means[labels[block]]
+        centred = np.asarray(features[block], dtype=np.float64) - means[labels[block]]
         scatter += centred.T @ centred
     covariance = scatter / (n_rows - 1)
     precision = np.zeros((dim, dim))

@@ -31,7 +31,7 @@ import numpy as np
 
 from csfbench.csf import logit_scores as ls
 from csfbench.csf.fit_settings import TuningSettings, resolved_budgets  # noqa: F401 (resolved_budgets: re-exported)
-from csfbench.csf.inputs import SplitData
+from csfbench.csf.inputs import SplitData, split_blocks
 from csfbench.csf.neighbours import shared_search
 from csfbench.csf.projection import (GROUP_VARIANTS, class_rec_confidence, project, projection_states,
                                      rec_confidence)
@@ -196,11 +196,38 @@ def fit_projection(group: str, train: SplitData, val: SplitData, ctx: ModelConte
     return state(best["variance"])
 
 
+class SharedFits:
+    """The fitted states of one fit mode, kept so that a fit computed once is held once: a CSF fit of the same
+    function on the same training view, base temperature and parameters (neighbour counts aside, which only the
+    score reads) returns the state already fitted — ViM's and Residual's subspace, the one KNN bank of KNN and
+    KNN@grid.  Only the states a fitted flavour keeps are added (:meth:`keep`), never a tuning probe's."""
+
+    def __init__(self):
+        self.states: dict[tuple, dict | None] = {}
+
+    @staticmethod
+    def key(csf: Csf, train: View, ctx: ModelContext, params: dict) -> tuple:
+        return (csf.fit, id(train), ctx.base_temperature,
+                tuple(sorted((k, v) for k, v in params.items() if k not in csf.neighbour_counts)))
+
+    def fit(self, csf: Csf, train: View, ctx: ModelContext, params: dict) -> dict | None:
+        if csf.fit is None:
+            return None
+        key = self.key(csf, train, ctx, params)
+        return self.states[key] if key in self.states else csf.fit(train, ctx, params)
+
+    def keep(self, csf: Csf, train: View, ctx: ModelContext, item: FittedCsf) -> FittedCsf:
+        if csf.fit is not None and item.state is not None:
+            self.states.setdefault(self.key(csf, train, ctx, item.params), item.state)
+        return item
+
+
 def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, tuning: TuningSettings,
-             protocol: str = "bayes", ood: View | None = None) -> FittedCsf:
+             protocol: str = "bayes", ood: View | None = None, shared: SharedFits | None = None) -> FittedCsf:
     """Hyper-parameters and fitted state of one (CSF, variant) flavour; ``protocol`` as :func:`flavours`
-    gives it (``ood``: the OOD validation view, for ``grid``)."""
+    gives it (``ood``: the OOD validation view, for ``grid``; ``shared``: the states fitted so far in this mode)."""
     space = bounds(csf, ctx, tuning.search_space.get(csf.name))
+    shared = shared if shared is not None else SharedFits()
 
     fits: dict = {}  # the last fit, by its parameters other than neighbour counts (which only the score reads)
 
@@ -208,14 +235,14 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
         key = tuple(sorted((k, v) for k, v in params.items() if k not in csf.neighbour_counts))
         if key not in fits:
             fits.clear()
-            fits[key] = csf.fit(train, ctx, params) if csf.fit else None
+            fits[key] = shared.fit(csf, train, ctx, params)
         state = fits[key]
         return state, _own(csf.score(state, val, ctx, params), variant)
 
     fixed = tuning.fixed.get(csf.name, {})
     if protocol in ("fixed", "none"):
         params = {k: fixed[k] for k in space}
-        return FittedCsf(params, csf.fit(train, ctx, params) if csf.fit else None, protocol=protocol)
+        return shared.keep(csf, train, ctx, FittedCsf(params, shared.fit(csf, train, ctx, params), protocol=protocol))
     label = f"{csf.name} [{variant}]" + (" grid" if protocol == "grid" else "")
     best: dict = {}  # the state of the first best probe, so the tuned CSF is not fitted once more
 
@@ -247,7 +274,8 @@ def _fit_one(csf: Csf, variant: str, train: View, val: View, ctx: ModelContext, 
         with shared_search(reach) if reach else nullcontext():
             params, probed, objectives = tuning.search(probe, pinned, csf.name, label)
     state = best["state"] if best.get("params") == params else run(params)[0]
-    return FittedCsf(params, state, probed, objectives, protocol=protocol, range_clips=clips)
+    return shared.keep(csf, train, ctx, FittedCsf(params, state, probed, objectives, protocol=protocol,
+                                                  range_clips=clips))
 
 
 def _reach(csf: Csf, largest: dict, varied: list[str]) -> int:
@@ -291,6 +319,7 @@ def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tu
     log.info("%s/%s: projection and temperatures %s in %.1fs", group, train.mode,
              {k: round(v, 4) for k, v in temperatures.items()}, time.perf_counter() - t0)
     fitted: dict[tuple[str, str], FittedCsf] = {}
+    shared = SharedFits()
     for csf, variant in variants_for(ctx.backbone, GROUP_VARIANTS[group], methods):
         for flavour in flavours(csf, tuning):
             t0 = time.perf_counter()
@@ -304,7 +333,7 @@ def fit_mode(group: str, train: SplitData, val: SplitData, ctx: ModelContext, tu
             ood = views_ood[at][variant] if flavour.protocol == "grid" else None
             try:
                 item = _fit_one(csf, variant, views_train[at][variant], views_val[at][variant],
-                                at_temperature(ctx, flavour.temperature), tuning, flavour.protocol, ood)
+                                at_temperature(ctx, flavour.temperature), tuning, flavour.protocol, ood, shared)
             except ValueError as err:
                 # a CSF that is mathematically undefined for these features (e.g. ViM without any
                 # residual subspace) is recorded with its reason and not scored; the others go on
@@ -352,6 +381,20 @@ def score_mode(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[
     if split.pass_logits is not None and "none" in views["fitted"]:
         scores.update(expected_scores(split, fitted, ctx))
     return scores
+
+
+def score_blocks(split: SplitData, fitted: FittedMode, ctx: ModelContext) -> dict[tuple[str, str], np.ndarray]:
+    """:func:`score_mode` of ``split`` one block of rows at a time (:func:`~csfbench.csf.inputs.split_blocks`:
+    each block's inputs within the block budget, read from the file when the split's rows are a row source),
+    the blocks' confidences concatenated.  Every score of a row depends on that row alone, so the result is
+    :func:`score_mode` of the whole split up to the rounding of the matrix products over other block shapes."""
+    width = max(split.features.shape[1], int(np.prod(
+        (split.pass_logits if split.pass_logits is not None else split.logits_full).shape[1:])))
+    parts: dict[tuple[str, str], list] = {}
+    for block in split_blocks(split, width):
+        for key, conf in score_mode(block, fitted, ctx).items():
+            parts.setdefault(key, []).append(conf)
+    return {key: np.concatenate(confs) for key, confs in parts.items()}
 
 
 def _temperature_of(fitted: FittedMode, temperature: str) -> float:

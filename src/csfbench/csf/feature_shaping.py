@@ -55,7 +55,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from csfbench.csf.blocks import map_row_blocks
+from csfbench.csf.blocks import column_mean, map_row_blocks, row_blocks, rows_or_array
 from csfbench.csf.logit_scores import energy
 
 REACT_GRID = {"percentile": (70, 80, 85, 90, 95, 99)}
@@ -70,7 +70,7 @@ PERCENTILE_SAMPLE = 1 << 18
 
 
 def _features(features: np.ndarray) -> np.ndarray:
-    features = np.asarray(features)
+    features = rows_or_array(features)
     if features.ndim != 2:
         raise ValueError(f"expected N×D features, got shape {features.shape}")
     return features
@@ -116,27 +116,91 @@ def percentile_of_all(x: np.ndarray, percentile: float) -> float:
 
     The bracket is read off a strided sample of :data:`PERCENTILE_SAMPLE` entries, ±4 standard
     deviations of a sample quantile wide; one pass counts the entries below it and collects those
-    inside.  When the two order statistics are not inside (a skewed sample), all entries are
-    partitioned.  Either way the result is exact.
+    inside.  When the two order statistics are not inside (a skewed sample, or ties at the bracket's
+    ends), each is found by :func:`_order_statistic`.  Either way the result is exact.  ``x`` is read in
+    row blocks (an N×D array or a row source): the memory is the sample's and the bracket's, about
+    n / √(sample size) entries (entries equal to either end of the bracket are counted, not kept).
     """
-    flat = np.ravel(x)
-    n = flat.size
+    x = rows_or_array(x)
+    width = int(np.prod(x.shape[1:], dtype=np.int64))
+    n = len(x) * width
     position = _check_percentile(percentile) / 100.0 * (n - 1)
     ranks = [int(position), min(int(position) + 1, n - 1)]
-    sample = flat[::max(1, n // PERCENTILE_SAMPLE)]
+    step = max(1, n // PERCENTILE_SAMPLE)
+
+    def flat_blocks():  # (first flat index, the block's entries raveled)
+        for rows in row_blocks(len(x), width):
+            yield rows.start * width, np.ravel(x[rows])
+
+    # the entries at flat positions 0, step, 2 step, ... (copies: a view would keep its whole block alive)
+    sample = np.concatenate([flat[(-first) % step::step].copy() for first, flat in flat_blocks()])
     fraction, last = position / max(n - 1, 1), len(sample) - 1
     spread = 4.0 * np.sqrt(len(sample) * fraction * (1.0 - fraction)) + 1.0
     bracket = [int(np.clip(np.floor(fraction * last - spread), 0, last)),
                int(np.clip(np.ceil(fraction * last + spread), 0, last))]
     low, high = np.partition(sample, bracket)[bracket]
-    below = int(np.count_nonzero(flat < low))
-    inside = flat[(flat >= low) & (flat <= high)]
-    if below <= ranks[0] and below + len(inside) > ranks[1]:
-        a, b = np.partition(inside, [r - below for r in ranks])[[r - below for r in ranks]]
+    # the entries below the bracket are counted, those at its ends counted (ties, e.g. the zeros of ReLU
+    # activations, can be most of the entries), only those strictly inside kept
+    below, at_low, at_high, inside = 0, 0, 0, []
+    for _, flat in flat_blocks():
+        below += int(np.count_nonzero(flat < low))
+        at_low += int(np.count_nonzero(flat == low))
+        at_high += int(np.count_nonzero(flat == high)) if high != low else 0
+        inside.append(flat[(flat > low) & (flat < high)])
+    inside = np.concatenate(inside)
+    # the sorted entries from rank `below` on: at_low copies of low, the inside ones, at_high copies of high
+    ends = (below, below + at_low, below + at_low + len(inside), below + at_low + len(inside) + at_high)
+    if ends[0] <= ranks[0] and ranks[1] < ends[3]:
+        values = []
+        for r in ranks:
+            if r < ends[1]:
+                values.append(low)
+            elif r < ends[2]:
+                values.append(np.partition(inside, r - ends[1])[r - ends[1]])
+            else:
+                values.append(high)
+        a, b = values
     else:
-        a, b = np.partition(flat, ranks)[ranks]
+        a, b = (_order_statistic(lambda: (flat for _, flat in flat_blocks()), r) for r in ranks)
     a, b, t = float(a), float(b), position - ranks[0]
     return a + (b - a) * t if t < 0.5 else b - (b - a) * (1.0 - t)  # numpy's lerp
+
+
+#: bits of the key that one pass of :func:`_order_statistic` resolves (a histogram of 2^16 bins)
+RADIX_BITS = 16
+
+
+def _order_statistic(blocks: Callable, rank: int) -> float:
+    """The ``rank``-th smallest (from 0) of the finite float entries of the blocks that ``blocks()`` yields (1-D
+    float32 or float64 arrays, the same on every call), exactly, in memory independent of their number: a
+    radix selection on the entries' order-preserving unsigned keys, :data:`RADIX_BITS` bits per pass over the
+    blocks (2 passes for float32, 4 for float64), each pass a histogram of the keys that share the bits found
+    so far.  −0.0 sorts before 0.0 (equal values)."""
+    first = next(iter(blocks()))
+    bits = first.dtype.itemsize * 8
+    unsigned = np.dtype(f"u{first.dtype.itemsize}")
+    sign = np.array(1, dtype=unsigned) << np.array(bits - 1, dtype=unsigned)
+
+    def keys(flat: np.ndarray) -> np.ndarray:  # negative floats: all bits flipped; others: the sign bit set
+        u = np.ascontiguousarray(flat).view(unsigned)
+        return np.where(u & sign, ~u, u | sign)
+
+    prefix, remaining = 0, int(rank)
+    for shift in range(bits - RADIX_BITS, -1, -RADIX_BITS):
+        counts = np.zeros(1 << RADIX_BITS, dtype=np.int64)
+        for flat in blocks():
+            k = keys(flat)
+            if shift + RADIX_BITS < bits:
+                k = k[(k >> np.array(shift + RADIX_BITS, dtype=unsigned)) == prefix]
+            counts += np.bincount(((k >> np.array(shift, dtype=unsigned)) & ((1 << RADIX_BITS) - 1)).astype(np.intp),
+                                  minlength=1 << RADIX_BITS)
+        below = np.cumsum(counts)
+        digit = int(np.searchsorted(below, remaining, side="right"))
+        remaining -= int(below[digit - 1]) if digit else 0
+        prefix = (prefix << RADIX_BITS) | digit
+    key = np.array(prefix, dtype=unsigned)
+    u = key ^ sign if key & sign else ~key
+    return float(u.view(first.dtype))
 
 
 def react_fit(features: np.ndarray, percentile: float) -> dict[str, np.ndarray]:
@@ -221,7 +285,7 @@ def dice_fit(features: np.ndarray, head_weight: np.ndarray, percentile: float) -
     """DICE's sparsified head ``{"weight": C×D}``: W where W ⊙ h̄ exceeds its ``percentile``-th
     percentile (in percent), 0 elsewhere; h̄ = the float64 mean of ``features`` (the training rows)."""
     weight = np.asarray(head_weight, dtype=np.float64)
-    contribution = weight * _features(features).mean(axis=0, dtype=np.float64)
+    contribution = weight * column_mean(_features(features))
     threshold = np.percentile(contribution, _check_percentile(percentile))
     return {"weight": np.where(contribution > threshold, weight, 0.0)}
 

@@ -7,13 +7,16 @@ the :class:`TuningSettings` of the searches, in which every configured value of 
 (``fixed``, ``search_space``, ``tuning.grids``) already has the kind the registry declares for it
 (:data:`csfbench.csf.registry.SPACES`, :meth:`csfbench.csf.tuning.Param.value`): KNN's ``k`` is an
 ``int`` from here to the kernel, the projection's variance a ``float``.  The config's defaults are
-those of ``csf`` in the configuration schema; nothing here supplies one.
+those of ``csf`` in the configuration schema; nothing here supplies one, except the block budget of a
+section without ``block_mib`` (a fit file written before the setting existed): the schema's default,
+:data:`csfbench.csf.blocks.DEFAULT_BLOCK_MIB`.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 
+from csfbench.csf.blocks import DEFAULT_BLOCK_MIB
 from csfbench.csf.registry import PROTOCOLS, SPACES, TEMPERATURES
 from csfbench.csf.tuning import tune
 
@@ -107,6 +110,15 @@ def resolved_budgets(tuning_cfg: dict) -> dict[str, tuple[int, int]]:
     return {name: (int(b["init_points"]), int(b["n_iter"])) for name, b in tuning_cfg["budgets"].items()}
 
 
+def block_mib(csf_cfg: dict) -> float:
+    """The block budget ``csf.block_mib`` (MiB > 0) of a ``csf`` section (a fit file's ``csf_config``); the
+    default where the section has none (a fit written before the setting existed)."""
+    value = csf_cfg.get("block_mib", DEFAULT_BLOCK_MIB)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"csf block_mib: expected a number of MiB > 0, got {value!r}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class FitSettings:
     """What one CSF fit reads of the config: the ``fit_csf`` rule's ``csf`` param, typed.
@@ -114,7 +126,9 @@ class FitSettings:
     ``quirks`` (:data:`~csfbench.csf.registry.QUIRKS`), ``methods`` the CSFs to fit (None: every CSF of the
     registry), ``ood_validation`` the OOD validation set of the grid protocol (None without ``grid`` among
     ``tuning.protocols``: the entry is read only then), ``tuning`` the searches, ``config_json`` the param
-    as the fit file records it (its ``csf_config`` attribute: the JSON with sorted keys).
+    as the fit file records it (its ``csf_config`` attribute: the JSON with sorted keys), ``block_mib`` the
+    block budget of the fit and of the scoring with it (``csf.block_mib``, MiB:
+    :func:`csfbench.csf.blocks.block_budget`).
     """
 
     quirks: str
@@ -122,6 +136,7 @@ class FitSettings:
     ood_validation: str | None
     tuning: TuningSettings
     config_json: str
+    block_mib: float = DEFAULT_BLOCK_MIB
 
     @classmethod
     def from_config(cls, csf_cfg: dict) -> "FitSettings":
@@ -133,7 +148,7 @@ class FitSettings:
             raise ValueError(f"csf tuning ood_validation of one fit: expected a dataset name or null, got {ood!r}")
         methods = csf_cfg["methods"]
         return cls(str(csf_cfg["quirks"]), None if methods is None else frozenset(methods), ood, tuning,
-                   json.dumps(csf_cfg, sort_keys=True))
+                   json.dumps(csf_cfg, sort_keys=True), block_mib(csf_cfg))
 
     @classmethod
     def from_json(cls, text: str) -> "FitSettings":

@@ -44,7 +44,7 @@ import threading
 import numpy as np
 
 from csfbench.csf import blocks
-from csfbench.csf.blocks import map_row_blocks, unit_rows
+from csfbench.csf.blocks import map_row_blocks, rows_or_array, unit_rows
 from csfbench.csf.neighbours import descending, searched
 
 KNN_GRID = {"k": (50, 100, 200, 500, 1000)}
@@ -57,18 +57,29 @@ BANK_CHUNK_PER_K = 16
 QUERY_BLOCK_ROWS = 2560
 
 
+def bank_dtype(features) -> np.dtype:
+    """The dtype a bank of ``features`` is held in: float16 for features stored in float16
+    (``features.feature_dtype``; a row source's ``storage_dtype``), float32 otherwise."""
+    stored = getattr(features, "storage_dtype", getattr(features, "dtype", None))
+    return np.dtype(np.float16 if stored == np.float16 else np.float32)
+
+
 def knn_fit(features: np.ndarray) -> dict[str, np.ndarray]:
-    """The search bank ``{"bank": N_train×(D+1) float32}``: the unit training rows and −‖b‖²/2
-    (−1/2, or 0 for an all-zero row) in the last column."""
-    features = np.asarray(features)
+    """The search bank ``{"bank": N_train×(D+1)}``: the unit training rows and −‖b‖²/2 (−1/2, or 0 for an
+    all-zero row) in the last column, in float32, or in float16 for features stored in float16
+    (:func:`bank_dtype`: the bank is the one copy of the training rows a fit holds, half the bytes; the
+    search converts it to float32 one chunk at a time).  ``features``: an array or a row source."""
+    features = rows_or_array(features)
     if features.ndim != 2 or not len(features):
         raise ValueError(f"expected non-empty N×D training features, got shape {features.shape}")
-    bank = np.empty((len(features), features.shape[1] + 1), dtype=np.float32)
+    bank = np.empty((len(features), features.shape[1] + 1), dtype=bank_dtype(features))
 
     def block(rows: slice) -> None:
         unit = unit_rows(features[rows], np.float32)
         bank[rows, :-1] = unit
-        bank[rows, -1] = -0.5 * np.einsum("ij,ij->i", unit, unit, dtype=np.float64)
+        # the norm of the unit row as the bank holds it (rounded to float16 there)
+        stored = bank[rows, :-1].astype(np.float32, copy=False)
+        bank[rows, -1] = -0.5 * np.einsum("ij,ij->i", stored, stored, dtype=np.float64)
 
     map_row_blocks(block, len(features), features.shape[1])
     return {"bank": bank}
@@ -93,7 +104,9 @@ def knn_score(state: dict[str, np.ndarray], features: np.ndarray, k: int) -> np.
 def _search(bank: np.ndarray, features: np.ndarray, count: int, keep: bool) -> tuple[np.ndarray, np.ndarray]:
     """(‖ĥ‖² per query row, float64 (N,); its largest values of ``ĥ·b − ‖b‖²/2``, float32): the ``count``
     largest in descending order (N × count) when ``keep``, else the count-th largest alone (N × 1)."""
-    bank = np.asarray(bank, dtype=np.float32)
+    bank = np.asarray(bank)
+    if bank.dtype not in (np.float16, np.float32):
+        bank = bank.astype(np.float32)
     n_bank, dim = bank.shape[0], bank.shape[1] - 1
     n_chunks = max(1, n_bank // max(BANK_CHUNK_ROWS, BANK_CHUNK_PER_K * count))
     chunks = [bank[j::n_chunks] for j in range(n_chunks)]  # views; BLAS reads the strided rows as they are
@@ -107,10 +120,12 @@ def _search(bank: np.ndarray, features: np.ndarray, count: int, keep: bool) -> t
         if getattr(buffers, "values", None) is None or len(buffers.values) < n_rows * width:
             buffers.values = np.empty(n_rows * width, dtype=np.float32)
             buffers.mask = np.empty(n_rows * width, dtype=bool)
+        if bank.dtype == np.float16 and getattr(buffers, "chunk", None) is None:
+            buffers.chunk = np.empty((width, dim + 1), dtype=np.float32)  # a float16 chunk, widened
         query = np.ones((n_rows, dim + 1), dtype=np.float32)
         query[:, :-1] = unit_rows(features[rows], np.float32)
         square[rows] = np.einsum("ij,ij->i", query[:, :-1], query[:, :-1], dtype=np.float64)
-        candidates = _largest(query, chunks, count, buffers.values, buffers.mask)
+        candidates = _largest(query, chunks, count, buffers.values, buffers.mask, getattr(buffers, "chunk", None))
         largest[rows] = descending(candidates) if keep else candidates[:, :1]
 
     # the widest temporaries of a block: its float32 values and their bool mask, 5/8 of a float64 each
@@ -129,18 +144,26 @@ def _block_rows(n_rows: int, row_entries: int) -> int:
 
 
 def _largest(query: np.ndarray, chunks: list[np.ndarray], k: int, values: np.ndarray,
-             mask: np.ndarray) -> np.ndarray:
+             mask: np.ndarray, widened: np.ndarray | None = None) -> np.ndarray:
     """The k largest of each row of ``query @ bank.T`` (float32, n × k, in no order but with the k-th
     largest in column 0), the bank given as its interleaved ``chunks`` (chunk 0 the widest, >= k rows);
-    ``values``, ``mask``: flat scratch space of at least n × len(chunks[0]) entries."""
+    ``values``, ``mask``: flat scratch space of at least n × len(chunks[0]) entries; ``widened``: for a
+    float16 bank, a float32 buffer of the widest chunk's shape, into which each chunk is converted."""
+    def as32(chunk):
+        if chunk.dtype == np.float32:
+            return chunk
+        out = widened[:len(chunk)]
+        np.copyto(out, chunk)
+        return out
+
     n_rows = len(query)
-    first = np.matmul(query, chunks[0].T, out=values[:n_rows * len(chunks[0])].reshape(n_rows, -1))
+    first = np.matmul(query, as32(chunks[0]).T, out=values[:n_rows * len(chunks[0])].reshape(n_rows, -1))
     first.partition(first.shape[1] - k, axis=1)  # in place: np.partition would first copy the block
     candidates = first[:, -k:].copy()  # each row's k largest so far; column 0 the k-th largest
     threshold = candidates[:, 0].copy()
     for chunk in chunks[1:]:
         width = len(chunk)
-        block = np.matmul(query, chunk.T, out=values[:n_rows * width].reshape(n_rows, width))
+        block = np.matmul(query, as32(chunk).T, out=values[:n_rows * width].reshape(n_rows, width))
         above = np.flatnonzero(np.greater_equal(block, threshold[:, None],
                                                 out=mask[:n_rows * width].reshape(n_rows, width)))
         if len(above):

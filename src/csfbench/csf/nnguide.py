@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.blocks import map_row_blocks, unit_rows
+from csfbench.csf.blocks import map_row_blocks, rows_or_array, take_rows, unit_rows
 from csfbench.csf.distance_scores import check_labels
 from csfbench.csf.logit_scores import energy
 from csfbench.csf.neighbours import descending, searched
@@ -39,7 +39,7 @@ def nnguide_bank(features: np.ndarray, logits: np.ndarray, labels: np.ndarray, n
     c = 0..C-1 in order, skipping classes without samples, which reproduces the authors' sequence of
     draws after ``np.random.seed(seed)``.  Raises ValueError when ``n_c`` rounds down to 0.
     """
-    features = np.asarray(features)
+    features = rows_or_array(features)  # an array or a row source (the bank's rows are read in one pass)
     labels = check_labels(labels, len(features), n_classes)
     per_class = int(len(labels) / n_classes * alpha)
     if per_class < 1:
@@ -51,11 +51,12 @@ def nnguide_bank(features: np.ndarray, logits: np.ndarray, labels: np.ndarray, n
         if len(members):
             chosen.append(rng.choice(members, size=min(per_class, len(members)), replace=False))
     index = np.concatenate(chosen)
-    energies = energy(np.asarray(logits)[index])  # LSE(z): the energy score at T = 1
+    energies = energy(take_rows(rows_or_array(logits), index))  # LSE(z): the energy score at T = 1
+    chosen_rows = take_rows(features, index)  # the M chosen rows, in their own dtype
     bank = np.empty((len(index), features.shape[1]), dtype=np.float32)
 
     def block(rows):  # float64 temporaries of one block only, rounded once into the bank
-        np.multiply(unit_rows(features[index[rows]]), energies[rows, None], out=bank[rows], casting="same_kind")
+        np.multiply(unit_rows(chosen_rows[rows]), energies[rows, None], out=bank[rows], casting="same_kind")
 
     map_row_blocks(block, len(index), features.shape[1])
     return bank

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.blocks import row_blocks
-from csfbench.csf.distance_scores import check_labels
+from csfbench.csf.blocks import is_row_source, map_row_blocks, row_argmax, row_blocks
+from csfbench.csf.distance_scores import check_labels, grouped_sums
 from csfbench.csf.logit_scores import as_rows, softmax
 
 OPENMAX_GRID: dict[str, tuple] = {}
@@ -66,23 +66,35 @@ def openmax_fit(logits: np.ndarray, labels: np.ndarray, tail_size: int = TAIL_SI
     """Per class: ``means`` (C×C mean logit vectors), and the Weibull ``shape``, ``scale`` and the
     tail's smallest distance ``tail_min`` (each (C,)).  ValueError for a class whose correctly
     classified rows give fewer than two distinct tail distances."""
-    logits = as_rows(logits)
+    logits = logits if is_row_source(logits) else as_rows(logits)  # an array or a row source
     n_classes = logits.shape[1]
     labels = check_labels(labels, len(logits), n_classes)
     if tail_size < 2:
         raise ValueError(f"OpenMax tail size must be >= 2, got {tail_size}")
-    correct = logits.argmax(axis=1) == labels
-    state = {"means": np.empty((n_classes, n_classes)), "shape": np.empty(n_classes),
-             "scale": np.empty(n_classes), "tail_min": np.empty(n_classes)}
+    correct = row_argmax(logits) == labels
+    # two passes over row blocks: the class means of the correct rows (float64 sums), then every row's
+    # distance to its class mean; only the correct rows' distances are kept
+    sums = grouped_sums(logits, np.where(correct, labels, n_classes), n_classes + 1)[:n_classes]
+    counts = sums[:, -1]
+    means = np.divide(sums[:, :-1], counts[:, None], out=np.zeros((n_classes, n_classes)), where=counts[:, None] > 0)
+    distances = np.empty(len(labels))
+
+    def block(rows: slice) -> None:
+        distances[rows] = np.linalg.norm(np.asarray(logits[rows], dtype=np.float64) - means[labels[rows]], axis=1)
+
+    map_row_blocks(block, len(labels), n_classes)
+    state = {"means": means, "shape": np.empty(n_classes), "scale": np.empty(n_classes),
+             "tail_min": np.empty(n_classes)}
+    kept = np.flatnonzero(correct)
+    by_class = kept[np.argsort(labels[kept], kind="stable")]
+    bounds = np.searchsorted(labels[by_class], np.arange(n_classes + 1))
     for k in range(n_classes):
-        rows = logits[correct & (labels == k)]
-        mean = rows.mean(axis=0) if len(rows) else np.zeros(n_classes)
-        tail = np.sort(np.linalg.norm(rows - mean, axis=1))[-tail_size:]
+        tail = np.sort(distances[by_class[bounds[k]:bounds[k + 1]]])[-tail_size:]
         if len(np.unique(tail)) < 2:
-            raise ValueError(f"OpenMax: class {k} has {len(rows)} correctly classified training rows, "
+            raise ValueError(f"OpenMax: class {k} has {int(counts[k])} correctly classified training rows, "
                              "too few for a Weibull fit")
         shape, _, scale = _weibull_min().fit(tail + (TRANSLATION - tail[0]), floc=0.0)
-        state["means"][k], state["shape"][k], state["scale"][k], state["tail_min"][k] = mean, shape, scale, tail[0]
+        state["shape"][k], state["scale"][k], state["tail_min"][k] = shape, scale, tail[0]
     return state
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.blocks import map_row_blocks, single_threaded_blas, sum_row_blocks, unit_rows
+from csfbench.csf.blocks import map_row_blocks, rows_or_array, single_threaded_blas, sum_row_blocks, unit_rows
 
 #: a triangular factor's product is split into this many column blocks, each multiplied by the rows
 #: of x̃ below the block's diagonal only: (B + 1) / 2B of the full product's work
@@ -52,7 +52,7 @@ def pnml_fit(features: np.ndarray) -> dict[str, np.ndarray]:
     largest eigenvalue (numpy's ``pinv(rtol=None)``), the float64 analogue of the authors'
     ``torch.linalg.pinv`` default.
     """
-    features = np.asarray(features)
+    features = rows_or_array(features)  # an array or a row source, read in row blocks
     dim = features.shape[1] + 1
 
     def term(rows):

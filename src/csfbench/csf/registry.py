@@ -39,6 +39,7 @@ from csfbench.csf import kpca
 from csfbench.csf import logit_methods
 from csfbench.csf import logit_scores as ls
 from csfbench.csf import openmax
+from csfbench.csf.blocks import column_mean
 from csfbench.csf.knn import KNN_GRID, knn_fit, knn_score
 from csfbench.csf.fdbd import fdbd
 from csfbench.csf.gradnorm import gradnorm
@@ -255,7 +256,7 @@ CSFS: tuple[Csf, ...] = (
         space={"k": Param(10, 500, "int"), "alpha": Param(0.1, 0.5, "float")}, neighbour_counts=("k",),
         reads=frozenset({"features", "logits", "labels"})),
     Csf("fDBD", NO_CLASS, lambda s, v, c, hp: fdbd(v.features, _bank_logits(v, c), c.weight, s["mean"]),
-        lambda t, c, hp: {"mean": t.features.mean(0, dtype=np.float64)},
+        lambda t, c, hp: {"mean": column_mean(t.features)},
         reads=frozenset({"features", "logits", "head"})),
     Csf("Maha", NO_CLASS, lambda s, v, c, hp: dist.maha_score(v.features, s["means"], s["precision"]),
         lambda t, c, hp: dist.maha_fit(t.features, t.split.labels, c.n_classes),

@@ -45,9 +45,17 @@ from csfbench.specs import GROUP_KEYS
 FIT_FORMAT = 4
 
 
-def _write_arrays(group: h5py.Group, arrays: dict) -> None:
+def _write_arrays(group: h5py.Group, arrays: dict, written: dict | None = None) -> None:
+    """Write ``arrays`` into ``group``; an array already written (the same object, in ``written``: {id: (array,
+    dataset)}) becomes a hard link to its dataset, so a state shared by two fitted CSFs (one KNN bank of KNN and
+    KNN@grid) is stored once, and read back once (:func:`read_fit`)."""
     for key, value in arrays.items():
-        group.create_dataset(key, data=np.asarray(value))
+        if written is not None and id(value) in written and written[id(value)][0] is value:
+            group[key] = written[id(value)][1]
+            continue
+        dataset = group.create_dataset(key, data=np.asarray(value))
+        if written is not None and isinstance(value, np.ndarray):
+            written[id(value)] = (value, dataset)
 
 
 def _projection_arrays(projection: dict) -> dict:
@@ -100,6 +108,7 @@ def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.nda
             if "variance" in fitted.projection:
                 p.attrs["variance"] = fitted.projection["variance"]
             _write_arrays(p, _projection_arrays(fitted.projection))
+            written: dict = {}
             for (name, variant), item in fitted.csfs.items():
                 c = g.create_group(f"csf/{name}/{variant}")
                 c.attrs["params"] = json.dumps(item.params, sort_keys=True)
@@ -107,7 +116,7 @@ def write_fit(path: str | Path, modes: dict[str, FittedMode], head: tuple[np.nda
                 c.attrs["undefined"] = item.undefined
                 c.attrs.update(csf=item.csf or name, temperature=item.temperature, tuning_protocol=item.protocol,
                                range_clips=json.dumps(item.range_clips, sort_keys=True))
-                _write_arrays(c, item.state or {})
+                _write_arrays(c, item.state or {}, written)
                 _write_arrays(c, {"tuning/probed": item.probed, "tuning/objective": item.objectives})
 
 
@@ -137,9 +146,16 @@ def read_fit(path: str | Path) -> tuple[dict[str, FittedMode], tuple[np.ndarray,
                 continue
             g = fh[mode]
             csfs = {}
+            arrays: dict = {}  # a dataset linked from several states (write_fit) is read once: {object id: array}
+
+            def read(dataset: h5py.Dataset) -> np.ndarray:
+                if dataset.id not in arrays:
+                    arrays[dataset.id] = dataset[()]
+                return arrays[dataset.id]
+
             for name, per_csf in g["csf"].items():
                 for variant, c in per_csf.items():
-                    state = {k: v[()] for k, v in c.items() if isinstance(v, h5py.Dataset)}
+                    state = {k: read(v) for k, v in c.items() if isinstance(v, h5py.Dataset)}
                     csfs[(name, variant)] = FittedCsf(_params(str(c.attrs["csf"]), c.attrs["params"]), state or None,
                                                       c["tuning/probed"][()], c["tuning/objective"][()],
                                                       str(c.attrs["shares"]) or None, str(c.attrs["undefined"]),

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from csfbench.csf.blocks import map_row_blocks, row_blocks, single_threaded_blas, sum_row_blocks
+from csfbench.csf import blocks
+from csfbench.csf.blocks import (column_mean, is_row_source, map_row_blocks, row_blocks, single_threaded_blas,
+                                 sum_row_blocks)
 from csfbench.csf.logit_scores import energy, row_max
 
 #: a mean training residual below this fraction of RMS ‖h − u‖ + ‖u‖ counts as zero (ViM's alpha
@@ -82,9 +84,10 @@ def finite_from(result: np.ndarray, x: np.ndarray, name: str) -> np.ndarray:
 
 def as_matrix(x, name: str, min_rows: int = 1, n_cols: int | None = None, check_finite: bool = True) -> np.ndarray:
     """``x`` as a 2-D float array (float32 kept, anything else float64), else ValueError; finite,
-    unless ``check_finite=False`` defers that check to the result (:func:`finite_from`)."""
-    x = np.asarray(x)
-    if x.dtype != np.float32:
+    unless ``check_finite=False`` defers that check to the result (:func:`finite_from`).  A row source
+    (:class:`~csfbench.csf.blocks.RowSource`, read in row blocks) is checked and returned as it is."""
+    x = x if is_row_source(x) else np.asarray(x)
+    if not is_row_source(x) and x.dtype != np.float32:
         x = x.astype(np.float64, copy=False)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (samples × columns), got shape {x.shape}")
@@ -132,9 +135,10 @@ def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
     blocks give the same result on any number of threads.
     """
     n_rows, dim = features.shape
-    ones = np.ones(min(SCATTER_BLOCK_ROWS, n_rows), dtype=np.float32)
+    block_rows = min(SCATTER_BLOCK_ROWS, blocks.MAX_BLOCK_ROWS)
+    ones = np.ones(min(block_rows, n_rows), dtype=np.float32)
     # per block: the float64 vectors (Σc + n(m − o)/2) and (m − o), whose outer products make the remainder
-    sums, shifts = np.empty((2, -(-n_rows // SCATTER_BLOCK_ROWS), dim))
+    sums, shifts = np.empty((2, -(-n_rows // block_rows), dim))
 
     def centred_products(block):
         n = block.shape[0]
@@ -146,7 +150,7 @@ def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
     def term(rows):
         with np.errstate(over="ignore", invalid="ignore"):  # the callers check the result (finite_from)
             block = features[rows]
-            n, i, scale = block.shape[0], rows.start // SCATTER_BLOCK_ROWS, 1.0
+            n, i, scale = block.shape[0], rows.start // block_rows, 1.0
             centre, centred, products = centred_products(block)
             # largest |mean| or RMS spread of a column: at most twice the largest |entry|
             magnitude = max(np.abs(centre).max(), np.sqrt(products.diagonal().max() / n))
@@ -163,7 +167,7 @@ def scatter_about(features: np.ndarray, origin: np.ndarray) -> np.ndarray:
                 products /= scale  # not scale², which can leave float64's range when the result does not
             return products
 
-    total = sum_row_blocks(term, n_rows, dim, block_rows=SCATTER_BLOCK_ROWS)
+    total = sum_row_blocks(term, n_rows, dim, block_rows=block_rows)
     with np.errstate(over="ignore", invalid="ignore"), single_threaded_blas():
         remainder = sums.T @ shifts
         total += remainder + remainder.T  # exactly symmetric
@@ -227,7 +231,10 @@ def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.
     """
     features = as_matrix(features, "features", min_rows=2, check_finite=False)
     n, dim = features.shape
-    logits = as_logits(logits, n)
+    if not is_row_source(logits):
+        logits = as_logits(logits, n)
+    elif len(logits) != n:
+        raise ValueError(f"logits must have one row per feature row ({n}), got shape {logits.shape}")
     weight = as_matrix(weight, "weight", n_cols=dim)
     bias = as_vector(bias, "bias", length=weight.shape[0])
     if not 0 <= principal_dim < dim:
@@ -243,7 +250,9 @@ def vim_fit(features, logits, weight, bias, principal_dim: int) -> dict[str, np.
         raise ValueError(f"the {n} training features have (numerically) no residual outside the top "
                          f"{principal_dim} principal directions, so ViM's alpha is undefined; it needs more "
                          f"samples than principal_dim spanning more than {principal_dim} dimensions")
-    alpha = row_max(logits).mean() / mean_residual
+    # the mean of the training rows' largest logits, summed in float64 over row blocks
+    alpha = sum_row_blocks(lambda rows: np.sum(row_max(logits[rows]), keepdims=True), n, logits.shape[1])[0] / n
+    alpha /= mean_residual
     return {"origin": origin, "basis": basis, "alpha": np.asarray(alpha)}
 
 
@@ -277,7 +286,7 @@ def neco_fit(features, n_components: int = 100) -> dict[str, np.ndarray]:
     if n_components < 1:
         raise ValueError(f"n_components must be >= 1, got {n_components}")
     n, dim = features.shape
-    mean = features.mean(axis=0, dtype=np.float64)
+    mean = column_mean(features)
     _, vectors = eigh_descending(finite_from(scatter_about(features, mean), features, "features"))
     d = min(n_components, n, dim)
     return {"mean": mean, "components": np.ascontiguousarray(vectors[:, :d].T)}

@@ -56,6 +56,19 @@ def test_the_ood_validation_set_is_read_with_the_grid_protocol_only():
         FitSettings.from_config(cfg)
 
 
+def test_the_block_budget_is_read_and_checked():
+    """``csf.block_mib``: the configured MiB; a section without it (a fit file written before the setting) gets the
+    schema's default; a budget that is not a number > 0 is a ValueError naming the setting."""
+    from csfbench.csf.blocks import DEFAULT_BLOCK_MIB
+    from csfbench.workflow.settings import schema_default
+
+    assert FitSettings.from_config({**CFG, "block_mib": 48}).block_mib == 48.0
+    assert FitSettings.from_config(CFG).block_mib == DEFAULT_BLOCK_MIB == schema_default("csf/block_mib")
+    for bad in (0, -1, "64", True):
+        with pytest.raises(ValueError, match="block_mib"):
+            FitSettings.from_config({**CFG, "block_mib": bad})
+
+
 @pytest.mark.parametrize("key, values", [("temperatures", ("fitted", "hot")), ("temperatures", ()),
                                          ("protocols", ("bayes", "random")), ("protocols", ())])
 def test_the_tuning_invariants_still_hold(key, values):
