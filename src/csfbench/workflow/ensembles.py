@@ -12,7 +12,9 @@ def _serves(bcfg: dict, source: str) -> bool:
     return bcfg.get("sources") is None or source in bcfg["sources"]
 
 
-def _rewards(config: dict, source: str, paradigm: str) -> list[float]:
+def rewards(config: dict, source: str, paradigm: str) -> list[float]:
+    """The Deep Gamblers rewards of ``source`` for paradigm ``dg``, [0.0] for the others (the grid's and the
+    ensembles' configurations)."""
     return [float(r) for r in config["sources"][source]["dg_rewards"]] if paradigm == "dg" else [0.0]
 
 
@@ -28,7 +30,7 @@ def entry_ensembles(config: dict, index: int, source: str) -> list[EnsembleId]:
     return [EnsembleId(entry["backbone"], paradigm, int(dropout), reward, runs)
             for paradigm in (entry["paradigms"] or bcfg["paradigms"])
             for dropout in (entry["dropout"] if entry["dropout"] is not None else bcfg.get("dropout", [0]))
-            for reward in _rewards(config, source, paradigm)]
+            for reward in rewards(config, source, paradigm)]
 
 
 def source_ensembles(config: dict, source: str) -> tuple[EnsembleId, ...]:
@@ -69,4 +71,4 @@ def check_ensembles(config: dict, origin: str) -> None:
                     raise ConfigError(key, f"ensembles other than those of ensembles/{first}", str(ensemble), origin)
 
 
-__all__ = ["check_ensembles", "entry_ensembles", "source_ensembles"]
+__all__ = ["check_ensembles", "entry_ensembles", "rewards", "source_ensembles"]

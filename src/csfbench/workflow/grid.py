@@ -26,7 +26,7 @@ from csfbench.seeds import derive_seed
 from csfbench.shifts import names as shift_names
 from csfbench.specs import SPLITS, DatasetSpec, EnsembleSpec, EvalSet, ModelSpec
 from csfbench.workflow import paths
-from csfbench.workflow.ensembles import source_ensembles
+from csfbench.workflow.ensembles import rewards, source_ensembles
 from csfbench.workflow.ids import EnsembleId, ModelId
 from csfbench.workflow.merge import deep_merge
 
@@ -128,7 +128,7 @@ class Grid:
         return self.config["sources"][source]["val_size"]
 
     def _rewards(self, source: str, paradigm: str) -> list[float]:
-        return [float(r) for r in self.config["sources"][source]["dg_rewards"]] if paradigm == "dg" else [0.0]
+        return rewards(self.config, source, paradigm)
 
     @functools.cache
     def model_ids(self, source: str) -> tuple[ModelId, ...]:
