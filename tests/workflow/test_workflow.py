@@ -1,4 +1,5 @@
 """Snakemake end to end on the micro config, dry run of the paper grid, fail-fast on missing data, lint."""
+import dataclasses
 import json
 import re
 import subprocess
@@ -160,12 +161,13 @@ def test_conformal_stage_writes_bands_rows_prediction_sets_and_report_files(micr
     assert set(rows["calibration"]) == {"test"} and set(rows["n_cal"]) == {n_cal}
     assert results.loc[results["scheme"] != "conformal", "conformal_method"].isna().all()
     for source, model in Grid(config).iter_models():
-        mine = rows[(rows["backbone"] == model.backbone) & (rows["paradigm"] == model.paradigm)]
+        identity = pd.Series({"source": source, **dataclasses.asdict(model)})
+        of_model = (results[identity.index] == identity).all(axis=1)  # this run's rows, not the ensemble's
+        mine = results[of_model & (results["scheme"] == "conformal")]
         shifted = {d for d in Grid(config).scored_datasets(source, model) if d not in ("val", "test")}
         assert set(mine["dataset"]) == shifted
-        # the single models' rows: the ensembles are not in the conformal stage
-        other = results[(results["scheme"] == "newclass") & (results["backbone"] == model.backbone)
-                        & (results["paradigm"] == model.paradigm) & results["members"].isna()]
+        # the same run's CSF variants (an ensemble, run 0, is not in the conformal stage)
+        other = results[of_model & (results["scheme"] == "newclass")]
         assert set(zip(mine["csf"], mine["variant"])) == set(zip(other["csf"], other["variant"]))
         key = ["mcd", "csf", "variant", "dataset"]
         for base in ("auroc", "fpr95_failure_positive", "fpr99_failure_positive"):
