@@ -210,7 +210,11 @@ def test_init_config_runs_end_to_end_in_its_own_folder(tmp_path):
     assert expected == {"cifar10": {"val", "test", "svhn", "my-photos", "tin", "imagenetood", "fashion-mnist"},
                         "svhn": {"val", "test", "cifar10", "my-photos", "fashion-mnist"}}
 
-    proc = snakemake("--cores", 2, "--configfile", micro, workdir=run, timeout=600)
+    # the starter's default threads (4 for training, extraction and the network passes, 2 for the fits) would take
+    # both cores for each of these tiny jobs: one thread each lets two run at once
+    one_thread = [f"{rule}=1" for rule in ("train", "extract_features", "extract_pretrained_features", "fit_csf",
+                                           "fit_network_csf", "network_csf")]
+    proc = snakemake("--cores", 2, "--set-threads", *one_thread, "--configfile", micro, workdir=run, timeout=600)
     assert proc.returncode == 0, proc.stderr[-5000:]
     table = pd.read_parquet(run / "results/results.parquet")
     assert {s: set(d) for s, d in table.groupby("source")["dataset"].unique().items()} == expected
