@@ -56,8 +56,10 @@ report: setup
 	$(RUN_SNAKEMAKE) --report results/report.html
 	@echo "$(abspath $(RESULTS))/results/report.html"
 
+# the suite on CORES worker processes (pytest-xdist): a test file is a unit of work, the files sharing one workflow
+# run are one unit (tests/conftest.py), the end-to-end files first; `pytest` alone runs it in one process
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(CORES) --dist loadgroup --no-loadscope-reorder
 
 lint: setup
 	$(BIN)/snakemake --lint --configfile tests/config/micro.yaml

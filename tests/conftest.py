@@ -6,6 +6,21 @@ import pytest
 from tests.helpers.repo import REPO
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """The units of work of a parallel run (`make test`: ``pytest -n CORES --dist loadgroup``, pytest-xdist).
+
+    A test file is one unit, so that its module fixtures are set up once.  The files that share one finished
+    workflow run per process mark themselves with a common ``xdist_group`` (``SHARES_MICRO_RUN`` in
+    tests/helpers/micro_run.py, ``SHARES_REFERENCE_RUN`` in tests/helpers/workflow_runs.py) and form one unit,
+    so that the run is made once.  The end-to-end (``workflow``) tests come first: theirs are the longest
+    units, and the short ones fill the other worker around them."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(REPO).as_posix()))
+    items.sort(key=lambda item: item.get_closest_marker("workflow") is None)  # stable: file order kept
+
+
 @pytest.fixture(autouse=True)
 def _single_thread():
     import torch

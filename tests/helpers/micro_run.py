@@ -5,10 +5,15 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.repo import REPO, venv_bin
 
 
 MICRO = REPO / "tests/config/micro.yaml"
+#: the mark of the test files that read the shared micro run (:func:`finished_micro_run`): one unit of work of a
+#: parallel run (tests/conftest.py), so that the run is made once
+SHARES_MICRO_RUN = pytest.mark.xdist_group("micro-run")
 _RUNS: dict[str, tuple[Path, float]] = {}
 
 

@@ -15,12 +15,16 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 import yaml
 
 from csfbench.workflow.settings import load_config
 
 from tests.helpers.micro_run import MICRO, snakemake
 
+#: the mark of the test files that use the session fixture ``reference`` (:func:`reference_run`): one unit of work
+#: of a parallel run (tests/conftest.py), so that the run is made once
+SHARES_REFERENCE_RUN = pytest.mark.xdist_group("reference-run")
 MODEL = "vgg13_dg_do1_rew2.2_run1"
 SOURCE = "demo10"
 CORE_KEYS = ("seed", "data_root", "demo", "datasets", "sources", "backbones", "training", "features", "csf",

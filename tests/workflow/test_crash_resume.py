@@ -26,10 +26,10 @@ from csfbench.features.store import FeatureWriter, read_features
 from csfbench.workflow.manifest import build_manifest
 
 from tests.helpers.repo import REPO, venv_bin
-from tests.helpers.workflow_runs import (MODEL, SOURCE, copy_run, freeze, job_processes, snakemake, wait_for,
-                           write_config)
+from tests.helpers.workflow_runs import (MODEL, SHARES_REFERENCE_RUN, SOURCE, copy_run, freeze, job_processes,
+                                        snakemake, wait_for, write_config)
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, SHARES_REFERENCE_RUN]
 
 
 def _start(work, config, *extra):

@@ -7,9 +7,9 @@ from csfbench.workflow.grid import Grid
 from csfbench.workflow.settings import load_config
 from csfbench.geometry.neural_collapse import METRICS, REGIMES
 
-from tests.helpers.micro_run import MICRO, finished_micro_run
+from tests.helpers.micro_run import MICRO, SHARES_MICRO_RUN, finished_micro_run
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, SHARES_MICRO_RUN]
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ affects (its job-count table is parsed).  Adding an OOD set is covered by
 import pytest
 import yaml
 
-from tests.helpers.workflow_runs import scheduled_jobs, write_config
+from tests.helpers.workflow_runs import SHARES_REFERENCE_RUN, scheduled_jobs, write_config
 
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, SHARES_REFERENCE_RUN]
 UPSTREAM = ("demo_data", "index_dataset", "train", "extract_features")  # never rerun by a CSF setting
 N_MODELS = 1  # the core config's model: one score_csf job per fit group scores val, test, near and noise
 

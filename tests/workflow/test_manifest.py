@@ -14,9 +14,9 @@ from csfbench.workflow import paths
 from csfbench.workflow.manifest import build_manifest, file_digest
 
 from tests.helpers.repo import venv_bin
-from tests.helpers.workflow_runs import MODEL, SOURCE, snakemake
+from tests.helpers.workflow_runs import MODEL, SHARES_REFERENCE_RUN, SOURCE, snakemake
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, SHARES_REFERENCE_RUN]
 
 
 def _csfbench(*args):

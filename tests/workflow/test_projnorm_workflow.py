@@ -12,9 +12,9 @@ from csfbench.evaluation import COLUMNS
 from csfbench.features.store import validate_feature_file
 from csfbench.workflow.settings import load_config
 
-from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
+from tests.helpers.micro_run import MICRO, SHARES_MICRO_RUN, finished_micro_run, snakemake
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, SHARES_MICRO_RUN]
 SOURCE, MODEL = "demo10", "vgg13_dg_do1_rew2.2_run1"
 TARGETS = [f"results/tables/projnorm/{SOURCE}_{name}" for name in ("correlations.csv", "stress.csv")] + [
     f"results/figures/projnorm/{SOURCE}_scatter.png",

@@ -14,10 +14,10 @@ import subprocess
 
 import pytest
 
-from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
+from tests.helpers.micro_run import MICRO, SHARES_MICRO_RUN, finished_micro_run, snakemake
 
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, SHARES_MICRO_RUN]
 BROWSERS = ("chromium", "chromium-browser")
 
 # Injected before </body> of a copy of the report: after the app has rendered, show every image result the

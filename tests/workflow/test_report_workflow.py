@@ -9,9 +9,9 @@ from csfbench.aggregate.cells import Analysis, analyses
 from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.settings import load_config
 
-from tests.helpers.micro_run import MICRO, finished_micro_run
+from tests.helpers.micro_run import MICRO, SHARES_MICRO_RUN, finished_micro_run
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, SHARES_MICRO_RUN]
 
 
 @pytest.fixture(scope="module")

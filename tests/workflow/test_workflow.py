@@ -23,11 +23,11 @@ from csfbench.workflow.grid import Grid
 from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.settings import load_config
 
-from tests.helpers.micro_run import MICRO, finished_micro_run, snakemake
+from tests.helpers.micro_run import MICRO, SHARES_MICRO_RUN, finished_micro_run, snakemake
 from tests.helpers.repo import REPO, venv_bin
 from tests.helpers.workflow_runs import scheduled_jobs, write_config
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, SHARES_MICRO_RUN]
 
 
 @pytest.fixture(scope="module")
