@@ -30,6 +30,9 @@ from csfbench.csf.engine import fit_mode, score_blocks
 from csfbench.csf.inputs import FileRows
 from csfbench.csf.logit_scores import energy
 from csfbench.csf.neighbours import shared_search
+from csfbench.errors import ConfigError
+from csfbench.workflow.grid import Grid
+from csfbench.workflow.settings import load_config, schema_default, validate_config
 
 from tests.helpers.csf_synthetic import FIXED_TUNING, make_splits
 
@@ -278,6 +281,25 @@ def test_the_job_device_of_the_setting(monkeypatch, caplog):
     assert "torch sees no CUDA device; the CPU kernels run" in caplog.text
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert job_device("auto", 1) == "cuda" and job_device("cuda", 0) == "cuda"
+
+
+def test_the_setting_is_validated_and_reruns_no_fit(repo):
+    """``csf.device``: auto by default, one of auto/cpu/cuda; it is not in a fit's settings, so changing it
+    leaves every fit's param (and its fit file's ``csf_config``) as it was."""
+    assert schema_default("csf/device") == "auto"
+    config = load_config(repo / "config/config.yaml")
+    assert config["csf"]["device"] == "auto"
+    for value in ("cpu", "cuda"):
+        changed = json.loads(json.dumps(config))
+        changed["csf"]["device"] = value
+        validate_config(changed)
+        assert all(Grid(changed).csf_fit_config(group) == Grid(config).csf_fit_config(group)
+                   for group in config["csf"]["groups"])
+    assert "device" not in Grid(config).csf_fit_config("none")
+    wrong = json.loads(json.dumps(config))
+    wrong["csf"]["device"] = "gpu"
+    with pytest.raises(ConfigError, match="device"):
+        validate_config(wrong)
 
 
 @pytest.mark.parametrize("device", DEVICES)
