@@ -25,6 +25,10 @@ rule fit_csf:
     resources:
         mem_mb=res("fit_csf", "mem_mb"),
         runtime=res("fit_csf", "runtime"),
+        gpu=res("fit_csf", "gpu"),
+        # csf.device (with gpu: the device of the blocked kernels); a resource, not a param: it changes no
+        # result beyond rounding (docs/methods.md §5.16), so changing it reruns no job
+        csf_device=setting("csf/device"),
     script:
         "../workflow_scripts/fit_csf.py"
 
@@ -50,5 +54,9 @@ rule score_csf:
     resources:
         mem_mb=res("score_csf", "mem_mb"),
         runtime=res("score_csf", "runtime"),
+        gpu=res("score_csf", "gpu"),
+        # csf.device (with gpu: the device of the blocked kernels); a resource, not a param: it changes no
+        # result beyond rounding (docs/methods.md §5.16), so changing it reruns no job
+        csf_device=setting("csf/device"),
     script:
         "../workflow_scripts/score_csf.py"

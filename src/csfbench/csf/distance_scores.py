@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from csfbench.csf import torch_kernels
 from csfbench.csf.blocks import row_blocks, rows_or_array, sum_row_blocks, unit_rows
+from csfbench.csf.device import torch_device
 from csfbench.metrics._inputs import check_labels
 
 
@@ -22,8 +24,11 @@ def grouped_sums(features, groups: np.ndarray, n_groups: int) -> np.ndarray:
     """Per group g in [0, ``n_groups``): the float64 sum of the rows of ``features`` (N×D, array or row
     source) with ``groups == g`` and their count, ``n_groups × (D + 1)`` (the count last).  One pass over
     row blocks: each block's rows ordered by group (stable sort) and summed by :func:`numpy.add.reduceat`,
-    the blocks' sums added in row order (:func:`~csfbench.csf.blocks.sum_row_blocks`)."""
+    the blocks' sums added in row order (:func:`~csfbench.csf.blocks.sum_row_blocks`); on a torch device
+    :func:`csfbench.csf.torch_kernels.grouped_sums` (float64, within 1e-9 relative of this)."""
     groups = np.asarray(groups, dtype=np.int64)
+    if torch_device() is not None:
+        return torch_kernels.grouped_sums(features, groups, n_groups)
     dim = features.shape[1]
 
     def block(rows: slice) -> np.ndarray:
@@ -76,7 +81,9 @@ def maha_fit(features: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[s
 
     ``Σ = 1/(N-1) sum_k sum_{i: y_i = k} (h_i - μ_k)(h_i - μ_k)^T``;
     ``precision = pinv(Σ, hermitian=True, rtol=1e-6)``, replaced by the zero matrix when Σ or its
-    pseudo-inverse has a NaN/Inf entry.  Returns ``{"means": C×D, "precision": D×D}``.
+    pseudo-inverse has a NaN/Inf entry.  Returns ``{"means": C×D, "precision": D×D}``.  The scatter
+    Σ_i (h_i − μ_{y_i})(h_i − μ_{y_i})ᵀ is summed in float64 row blocks, on a torch device there
+    (:func:`csfbench.csf.torch_kernels.scatter`, within 1e-9 relative of the host's).
     """
     features = rows_or_array(features, np.float64)
     if len(features) < 2:
@@ -84,10 +91,13 @@ def maha_fit(features: np.ndarray, labels: np.ndarray, n_classes: int) -> dict[s
     means = class_means(features, labels, n_classes)
     labels = np.asarray(labels)
     n_rows, dim = features.shape
-    scatter = np.zeros((dim, dim))
-    for block in row_blocks(n_rows, dim):
-        centred = np.asarray(features[block], dtype=np.float64) - means[labels[block]]
-        scatter += centred.T @ centred
+    if torch_device() is not None:
+        scatter = torch_kernels.scatter(features, means, labels)
+    else:
+        scatter = np.zeros((dim, dim))
+        for block in row_blocks(n_rows, dim):
+            centred = np.asarray(features[block], dtype=np.float64) - means[labels[block]]
+            scatter += centred.T @ centred
     covariance = scatter / (n_rows - 1)
     precision = np.zeros((dim, dim))
     if np.isfinite(covariance).all():
@@ -102,11 +112,14 @@ def maha_score(features: np.ndarray, means: np.ndarray, precision: np.ndarray) -
     """Maha confidence ``max_k -(h - μ_k)^T Σ^+ (h - μ_k)``, shape (N,), <= 0 (squared feature units).
 
     Evaluated as ``-(h^T P h) + max_k (2 h^T P μ_k - μ_k^T P μ_k)`` with P = ``precision`` (D×D,
-    symmetric), in row blocks.
+    symmetric), in float64 row blocks; on a torch device there (:func:`csfbench.csf.torch_kernels.maha_scores`,
+    within 1e-9 relative of the terms' magnitude hᵀPh + max_k μ_kᵀPμ_k).
     """
-    features = np.asarray(features, dtype=np.float64)
     means = np.asarray(means, dtype=np.float64)
     precision = np.asarray(precision, dtype=np.float64)
+    if torch_device() is not None:
+        return torch_kernels.maha_scores(np.asarray(features), means, precision)
+    features = np.asarray(features, dtype=np.float64)
     means_p = means @ precision
     means_quad = np.sum(means_p * means, axis=1)
     scores = np.empty(len(features))

@@ -34,6 +34,11 @@ each chunk once for more query rows), and the threshold takes 0.09–0.14 s wher
 0.21–0.24 s: 0.85–0.90 s in all against 1.12–1.14 s.  The ratio to faiss measured by the benchmark
 is in docs/benchmarks.md; faiss-cpu stays a test/benchmark reference, not a dependency.
 
+On a torch device (``csf.device``, :mod:`csfbench.csf.device`) the same exact search runs there: the bank
+resident in its dtype, query blocks within the block budget, ``torch.topk`` per contiguous bank chunk merged
+across chunks (:func:`csfbench.csf.torch_kernels.top_products`); each selected value within 1e-5 of the
+numpy search's, a squared distance within 2e-5 (docs/methods.md §5.16).
+
 Hyper-parameter grid: ICONIC-444 (Krumpl, Avenhaus & Possegger, arXiv 2601.10802) Table 7,
 :data:`KNN_GRID`; ImageNet-OOD uses k = 500.
 """
@@ -43,8 +48,9 @@ import threading
 
 import numpy as np
 
-from csfbench.csf import blocks
+from csfbench.csf import blocks, torch_kernels
 from csfbench.csf.blocks import map_row_blocks, rows_or_array, unit_rows
+from csfbench.csf.device import to_host, torch_device
 from csfbench.csf.neighbours import descending, searched
 
 KNN_GRID = {"k": (50, 100, 200, 500, 1000)}
@@ -103,16 +109,24 @@ def knn_score(state: dict[str, np.ndarray], features: np.ndarray, k: int) -> np.
 
 def _search(bank: np.ndarray, features: np.ndarray, count: int, keep: bool) -> tuple[np.ndarray, np.ndarray]:
     """(‖ĥ‖² per query row, float64 (N,); its largest values of ``ĥ·b − ‖b‖²/2``, float32): the ``count``
-    largest in descending order (N × count) when ``keep``, else the count-th largest alone (N × 1)."""
+    largest in descending order (N × count) when ``keep``, else the count-th largest alone (N × 1).
+
+    On a torch device (:func:`csfbench.csf.device.compute_device`) the products and the selection run there
+    (:func:`csfbench.csf.torch_kernels.top_products`): each value within 1e-5 absolute of this numpy search's."""
     bank = np.asarray(bank)
     if bank.dtype not in (np.float16, np.float32):
         bank = bank.astype(np.float32)
     n_bank, dim = bank.shape[0], bank.shape[1] - 1
+    square = np.empty(len(features))
+    largest = np.empty((len(features), count if keep else 1), dtype=np.float32)
+    if torch_device() is not None:  # the torch path (docs/methods.md §5.16)
+        for rows, top in torch_kernels.top_products(bank, lambda rows: _query(features, rows, square),
+                                                    len(features), count):
+            largest[rows] = to_host(top if keep else top[:, -1:])
+        return square, largest
     n_chunks = max(1, n_bank // max(BANK_CHUNK_ROWS, BANK_CHUNK_PER_K * count))
     chunks = [bank[j::n_chunks] for j in range(n_chunks)]  # views; BLAS reads the strided rows as they are
     width = len(chunks[0])  # the widest chunk
-    square = np.empty(len(features))
-    largest = np.empty((len(features), count if keep else 1), dtype=np.float32)
     buffers = threading.local()  # one value block and one mask per thread, reused: fresh pages cost ~5 %
 
     def block(rows: slice) -> None:
@@ -122,15 +136,22 @@ def _search(bank: np.ndarray, features: np.ndarray, count: int, keep: bool) -> t
             buffers.mask = np.empty(n_rows * width, dtype=bool)
         if bank.dtype == np.float16 and getattr(buffers, "chunk", None) is None:
             buffers.chunk = np.empty((width, dim + 1), dtype=np.float32)  # a float16 chunk, widened
-        query = np.ones((n_rows, dim + 1), dtype=np.float32)
-        query[:, :-1] = unit_rows(features[rows], np.float32)
-        square[rows] = np.einsum("ij,ij->i", query[:, :-1], query[:, :-1], dtype=np.float64)
+        query = _query(features, rows, square)
         candidates = _largest(query, chunks, count, buffers.values, buffers.mask, getattr(buffers, "chunk", None))
         largest[rows] = descending(candidates) if keep else candidates[:, :1]
 
     # the widest temporaries of a block: its float32 values and their bool mask, 5/8 of a float64 each
     map_row_blocks(block, len(features), block_rows=_block_rows(len(features), -(-5 * max(width, dim + 1) // 8)))
     return square, largest
+
+
+def _query(features: np.ndarray, rows: slice, square: np.ndarray) -> np.ndarray:
+    """The query block [ĥ, 1] of ``features[rows]`` (float32, n × (D + 1)); writes ‖ĥ‖² (float64) into
+    ``square[rows]``."""
+    query = np.ones((rows.stop - rows.start, features.shape[1] + 1), dtype=np.float32)
+    query[:, :-1] = unit_rows(features[rows], np.float32)
+    square[rows] = np.einsum("ij,ij->i", query[:, :-1], query[:, :-1], dtype=np.float64)
+    return query
 
 
 def _block_rows(n_rows: int, row_entries: int) -> int:

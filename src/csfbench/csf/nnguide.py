@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from csfbench.csf import torch_kernels
 from csfbench.csf.blocks import map_row_blocks, rows_or_array, take_rows, unit_rows
+from csfbench.csf.device import to_host, torch_device
 from csfbench.csf.distance_scores import check_labels
 from csfbench.csf.logit_scores import energy
 from csfbench.csf.neighbours import descending, searched
@@ -83,10 +85,19 @@ def nnguide_score(features: np.ndarray, logits: np.ndarray, bank: np.ndarray, k:
 def _top_sums(features: np.ndarray, bank: np.ndarray, count: int, keep: bool) -> np.ndarray:
     """Sums of each query row's largest similarities to the bank, float64: the cumulative sums of the
     ``count`` largest in descending order (N × count) when ``keep``, else the sum of the ``count`` largest
-    (N × 1)."""
-    bank_t = np.asarray(bank, dtype=np.float32).T
-    n_bank = bank_t.shape[1]
+    (N × 1).  On a torch device the similarities and their top ``count`` run there
+    (:func:`csfbench.csf.torch_kernels.top_products`, each similarity within 1e-5 × the bank row's norm of
+    numpy's) and the float64 sums too."""
+    bank = np.asarray(bank, dtype=np.float32)
     sums = np.empty((len(features), count if keep else 1))
+    if torch_device() is not None:  # the torch path (docs/methods.md §5.16)
+        for rows, top in torch_kernels.top_products(bank, lambda rows: unit_rows(features[rows], np.float32),
+                                                    len(features), count):
+            top = top.double()
+            sums[rows] = to_host(top.cumsum(dim=1) if keep else top.sum(dim=1, keepdim=True))
+        return sums
+    bank_t = bank.T
+    n_bank = bank_t.shape[1]
 
     def block(rows):
         similarities = unit_rows(features[rows], np.float32) @ bank_t

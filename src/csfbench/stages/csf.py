@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from csfbench.csf.blocks import block_budget
+from csfbench.csf.device import compute_device
 from csfbench.csf.engine import fit_mode, score_blocks, tuning_protocols
 from csfbench.csf.fit_settings import FitSettings, block_mib
 from csfbench.csf.inputs import load_splits
@@ -33,7 +34,7 @@ def _context(spec: ModelSpec, head: tuple[np.ndarray, np.ndarray], quirks: str) 
 
 
 def fit_csf(spec: ModelSpec, settings: FitSettings, fit_group: str, train_h5: str | Path, val_h5: str | Path,
-            out_h5: str | Path, ood_val_h5: str | Path | None = None) -> None:
+            out_h5: str | Path, ood_val_h5: str | Path | None = None, device: str | None = None) -> None:
     """Fit every CSF variant of one (model, fit group) on train + val into ``fit.h5``.
 
     ``settings``: the config's ``csf`` section as the workflow cuts it for the model's source and the fit
@@ -44,6 +45,9 @@ def fit_csf(spec: ModelSpec, settings: FitSettings, fit_group: str, train_h5: st
     ``settings.block_mib`` (:func:`~csfbench.csf.inputs.load_splits` with ``lazy``), so its peak is set by the
     block budget and the fitted states (KNN's bank: the training rows once, in their storage dtype), not by
     the training rows; the validation splits, and the training split of the projected groups, are read whole.
+
+    ``device``: the compute device of the blocked kernels (:func:`csfbench.csf.device.compute_device`; None =
+    the numpy kernels), from ``csf.device`` and the rule's GPUs (:func:`csfbench.csf.device.job_device`).
     """
     expect = feature_expect(spec)  # a feature file of another model, or of another run of it, is rejected
     arrays, _ = read_features(train_h5, keys=("head/weight", "head/bias"))
@@ -54,7 +58,8 @@ def fit_csf(spec: ModelSpec, settings: FitSettings, fit_group: str, train_h5: st
     if ood_name is not None and ood_val_h5 is None:
         raise ValueError(f"{spec.model}: the grid tuning protocol needs the features of the OOD validation set "
                          f"{ood_name!r}")
-    with block_budget(settings.block_mib):
+    log.info("%s/%s: CSF kernels on %s", spec.model, fit_group, device or "the CPU (numpy)")
+    with block_budget(settings.block_mib), compute_device(device):
         train = load_splits(train_h5, spec.modes, expect, lazy=fit_group == "none")
         val = load_splits(val_h5, spec.modes, expect)
         ood_val = load_splits(ood_val_h5, spec.modes, {**expect, "dataset": ood_name}) if ood_name else {}
@@ -72,12 +77,13 @@ def fit_csf(spec: ModelSpec, settings: FitSettings, fit_group: str, train_h5: st
 
 def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, features: dict[str, str | Path],
               out_scores: str | Path, out_metrics: str | Path, metrics: tuple[str, ...],
-              bootstrap: Bootstrap = Bootstrap()) -> None:
+              bootstrap: Bootstrap = Bootstrap(), device: str | None = None) -> None:
     """Score every evaluation set of a model with one fit and write one scores file and one metrics file.
 
     ``features``: {evaluation set name: feature file}; ``metrics``: the metric names of the rows; ``bootstrap``:
     their intervals (:class:`csfbench.evaluation.Bootstrap`; default: none).  Each set is read and scored in
-    row blocks of the fit's block budget (``csf.block_mib``; :func:`~csfbench.csf.engine.score_blocks`).
+    row blocks of the fit's block budget (``csf.block_mib``; :func:`~csfbench.csf.engine.score_blocks`), with
+    the blocked kernels on ``device`` (as in :func:`fit_csf`).
     """
     fitted, head, fit_attrs = read_fit(fit_h5)
     if fit_attrs["model"] != spec.model:
@@ -93,5 +99,6 @@ def score_csf(spec: ModelSpec, eval_sets: list[EvalSet], fit_h5: str | Path, fea
         return splits, scores, {mode: tuning_protocols(fitted[mode], scores[mode]) for mode in scores}
 
     attrs = {k: fit_attrs[k] for k in ("source", "model", "group", "quirks", "config_hash")}
-    with block_budget(block_mib(json.loads(fit_attrs["csf_config"]))):
+    log.info("%s/%s: CSF kernels on %s", spec.model, fit_attrs["group"], device or "the CPU (numpy)")
+    with block_budget(block_mib(json.loads(fit_attrs["csf_config"]))), compute_device(device):
         write_set_scores(spec, eval_sets, score_set, out_scores, out_metrics, attrs, metrics, bootstrap)

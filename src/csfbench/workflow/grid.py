@@ -317,7 +317,8 @@ class Grid:
         """The part of the ``csf`` section a fit of ``fit_group`` of a model of ``source`` reads (a Snakemake
         param).
 
-        The list of groups, and the fixed values, search spaces, search budgets and grids of CSFs without a
+        The list of groups, the compute device (``device``: a job resource, it changes no result beyond
+        rounding), and the fixed values, search spaces, search budgets and grids of CSFs without a
         variant in ``fit_group`` (and of the projection, for ``none``), are left out: changing them does
         not rerun this fit.  ``tuning.ood_validation`` becomes the source's OOD validation set
         (:meth:`ood_validation_set`; None without the grid protocol or without ``source``).
@@ -327,7 +328,8 @@ class Grid:
         if csf["methods"] is not None:
             used &= set(csf["methods"])
         used |= {"projection"} if fit_group != "none" else set()
-        out = {key: value for key, value in csf.items() if key not in ("groups", "fixed", "search_space", "methods")}
+        out = {key: value for key, value in csf.items()
+               if key not in ("groups", "device", "fixed", "search_space", "methods")}
         out["methods"] = None if csf["methods"] is None else sorted(used - {"projection"})
         for key in ("fixed", "search_space"):
             out[key] = {name: value for name, value in csf[key].items() if name in used}

@@ -22,6 +22,8 @@ CASES = {
     "projnorm_shift": ("csfbench.stages.projnorm", ["torch", "scipy.special"]),
     "pair_analyses": ("csfbench.stages.analyses", ["matplotlib", "scipy.stats", "networkx", "scipy.special"]),
     "extract_features": ("csfbench.stages.features", ["torch"]),
+    # the CSF kernels' torch path (csfbench.csf.device) imports torch only when a job runs on a GPU
+    "fit_csf, score_csf": ("csfbench.stages.csf", ["scipy.special"]),
     "any job's resources": ("csfbench.workflow.resources", []),
 }
 
