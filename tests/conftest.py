@@ -17,7 +17,7 @@ def pytest_collection_modifyitems(config, items):
     units, and the short ones fill the other worker around them."""
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(REPO).as_posix()))
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))  # (two files of one name: one unit)
     items.sort(key=lambda item: item.get_closest_marker("workflow") is None)  # stable: file order kept
 
 
