@@ -5,17 +5,8 @@ adding one never retrains or re-extracts a member."""
 from __future__ import annotations
 
 from csfbench.errors import ConfigError, did_you_mean
+from csfbench.workflow.configurations import rewards, serves
 from csfbench.workflow.ids import EnsembleId
-
-
-def _serves(bcfg: dict, source: str) -> bool:
-    return bcfg.get("sources") is None or source in bcfg["sources"]
-
-
-def rewards(config: dict, source: str, paradigm: str) -> list[float]:
-    """The Deep Gamblers rewards of ``source`` for paradigm ``dg``, [0.0] for the others (the grid's and the
-    ensembles' configurations)."""
-    return [float(r) for r in config["sources"][source]["dg_rewards"]] if paradigm == "dg" else [0.0]
 
 
 def entry_ensembles(config: dict, index: int, source: str) -> list[EnsembleId]:
@@ -24,7 +15,7 @@ def entry_ensembles(config: dict, index: int, source: str) -> list[EnsembleId]:
     backbone), in grid order; none where the entry's ``sources`` or the backbone's leave the source out."""
     entry = config["ensembles"][index]
     bcfg = config["backbones"][entry["backbone"]]
-    if not _serves(bcfg, source) or (entry["sources"] is not None and source not in entry["sources"]):
+    if not serves(bcfg, source) or (entry["sources"] is not None and source not in entry["sources"]):
         return []
     runs = tuple(sorted(int(r) for r in (entry["runs"] if entry["runs"] is not None else bcfg["runs"])))
     return [EnsembleId(entry["backbone"], paradigm, int(dropout), reward, runs)

@@ -26,7 +26,8 @@ from csfbench.seeds import derive_seed
 from csfbench.shifts import names as shift_names
 from csfbench.specs import SPLITS, DatasetSpec, EnsembleSpec, EvalSet, ModelSpec
 from csfbench.workflow import paths
-from csfbench.workflow.ensembles import rewards, source_ensembles
+from csfbench.workflow.configurations import rewards, serves
+from csfbench.workflow.ensembles import source_ensembles
 from csfbench.workflow.ids import EnsembleId, ModelId
 from csfbench.workflow.merge import deep_merge
 
@@ -136,7 +137,7 @@ class Grid:
         deterministic order."""
         return tuple(ModelId(backbone, paradigm, int(dropout), reward, int(run))
                      for backbone, bcfg in self.config["backbones"].items()
-                     if bcfg.get("sources") is None or source in bcfg["sources"]
+                     if serves(bcfg, source)
                      for paradigm in bcfg["paradigms"]
                      for dropout in bcfg["dropout"]
                      for reward in self._rewards(source, paradigm)

@@ -36,6 +36,7 @@ from csfbench.specs import SPLITS
 from csfbench.workflow.grid import stage_enabled
 from csfbench.workflow.jobs import Jobs
 from csfbench.workflow.config_file import describe_yaml_error
+from csfbench.workflow.configurations import serves
 from csfbench.workflow.ensembles import check_ensembles
 from csfbench.workflow.merge import deep_merge
 from csfbench.workflow.vit_builds import check_timm_builds
@@ -318,8 +319,7 @@ def _check_references(config: dict, origin: str) -> None:
 
 def _serving(config: dict, source: str) -> list[str]:
     """The backbones that serve ``source`` (whose ``sources`` is null or names it)."""
-    return [backbone for backbone, bcfg in config["backbones"].items()
-            if bcfg.get("sources") is None or source in bcfg["sources"]]
+    return [backbone for backbone, bcfg in config["backbones"].items() if serves(bcfg, source)]
 
 
 def _under_results(path: str) -> bool:
