@@ -128,9 +128,6 @@ class Grid:
         """The source's ID validation split: the last ``val_size`` images of its official train split."""
         return self.config["sources"][source]["val_size"]
 
-    def _rewards(self, source: str, paradigm: str) -> list[float]:
-        return rewards(self.config, source, paradigm)
-
     @functools.cache
     def model_ids(self, source: str) -> tuple[ModelId, ...]:
         """Every model of ``source`` (a backbone's ``sources``, when given, name the sources it serves), in a
@@ -140,7 +137,7 @@ class Grid:
                      if serves(bcfg, source)
                      for paradigm in bcfg["paradigms"]
                      for dropout in bcfg["dropout"]
-                     for reward in self._rewards(source, paradigm)
+                     for reward in rewards(self.config, source, paradigm)
                      for run in bcfg["runs"])
 
     def iter_models(self) -> Iterator[tuple[str, ModelId]]:
